@@ -1,0 +1,115 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "GuestPass",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "guestpass", targets: ["GuestPassCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+    ],
+    targets: [
+        // MARK: C libraries (system packages; see README for the apt names)
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+
+        // MARK: Modules
+        /// The libpq data layer: connections, pipelined request transactions, the pool. Sole importer of CLibPQ.
+        .target(
+            name: "GuestPassPostgres",
+            dependencies: [
+                "CLibPQ",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// JWT signing/verification and key handling over OpenSSL's libcrypto. Sole importer of COpenSSL.
+        .target(
+            name: "GuestPassCrypto",
+            dependencies: ["COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        /// The core SQL migrations, embedded as resources (the `.sql` files live in `sql/migrations`).
+        .target(
+            name: "CoreMigrations",
+            path: "sql",
+            exclude: ["examples", "tests"],
+            sources: ["CoreMigrations.swift"],
+            resources: [.copy("migrations")]
+        ),
+        /// The migration runner behind `guestpass migrate`.
+        .target(
+            name: "GuestPassMigrations",
+            dependencies: [
+                "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The HTTP service: `buildApplication` / `buildRouter` and the routes.
+        .target(
+            name: "GuestPassApp",
+            dependencies: [
+                "GuestPassPostgres", "GuestPassCrypto",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The `guestpass` command line: serve, migrate, keys, apps.
+        .executableTarget(
+            name: "GuestPassCLI",
+            dependencies: [
+                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// Throwaway databases and clusters for the tests (never linked into the binary).
+        .target(
+            name: "GuestPassTestSupport",
+            dependencies: ["GuestPassPostgres", "GuestPassMigrations"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests (one target per module)
+        .testTarget(
+            name: "GuestPassPostgresTests",
+            dependencies: ["GuestPassPostgres", "GuestPassTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GuestPassMigrationsTests",
+            dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GuestPassCryptoTests",
+            dependencies: ["GuestPassCrypto"],
+            resources: [.copy("Vectors")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GuestPassAppTests",
+            dependencies: [
+                "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,15 @@
+#pragma once
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+#include <openssl/crypto.h>
+#include <openssl/rsa.h>
