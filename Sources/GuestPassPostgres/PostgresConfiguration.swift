@@ -1,0 +1,32 @@
+/// How to reach PostgreSQL and how the pool behaves.
+public struct PostgresConfiguration: Sendable {
+    /// A libpq connection URL or conninfo string (`DATABASE_URL`).
+    public var url: String
+    /// `application_name` reported to the server.
+    public var applicationName: String = "guestpass"
+    /// The most connections the pool opens at once.
+    public var maxConnections: Int = 8
+    /// How long a borrower waits for a free connection before `acquireTimeout`.
+    public var acquireTimeout: Duration = .seconds(5)
+    /// Server-side `statement_timeout` for every session.
+    public var statementTimeout: Duration = .seconds(15)
+    /// libpq's `connect_timeout`.
+    public var connectTimeout: Duration = .seconds(5)
+    /// Client-side limit on one round trip; a connection that exceeds it is closed.
+    public var ioTimeout: Duration = .seconds(30)
+    /// A connection idle longer than this is probed before it is handed out.
+    public var healthCheckAfterIdle: Duration = .seconds(5)
+    /// Connections older than this (give or take 10 % jitter) are closed when handed back.
+    public var maxLifetime: Duration = .seconds(3600)
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    /// Session settings sent at connect time: stable text formats for decoding, and the statement timeout.
+    var sessionOptions: String {
+        let milliseconds = self.statementTimeout.components.seconds * 1000
+            + self.statementTimeout.components.attoseconds / 1_000_000_000_000_000
+        return "-c statement_timeout=\(milliseconds) -c DateStyle=ISO -c TimeZone=UTC -c bytea_output=hex"
+    }
+}

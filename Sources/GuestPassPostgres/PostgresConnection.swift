@@ -1,0 +1,336 @@
+import CLibPQ
+import Foundation
+
+/// One PostgreSQL connection over libpq. Owns its `PGconn`, which `PQfinish` frees on every path (failed connects
+/// included) when the connection is released.
+///
+/// **Threading.** Every method blocks the calling thread (socket waits use `poll(2)` with a deadline, on a
+/// non-blocking libpq connection, so nothing waits forever). Callers must run them on a thread that may block —
+/// the pool runs them on its own `NIOThreadPool`, never on Swift's cooperative pool. `@unchecked Sendable`
+/// because libpq forbids two threads using one `PGconn` at once: the pool hands a connection to exactly one
+/// borrower at a time, so no two calls overlap.
+public final class PostgresConnection: @unchecked Sendable {
+    /// PQtransactionStatus, as a Swift value.
+    public enum TransactionStatus: Sendable {
+        case idle, active, inTransaction, inError, unknown
+    }
+
+    private let handle: ConnectionHandle
+    /// How long any one round trip may take before the connection is given up as broken.
+    let ioTimeout: Duration
+    /// When the connection was established.
+    public let createdAt = ContinuousClock.now
+    /// When the connection was last handed back to the pool.
+    var lastReleasedAt = ContinuousClock.now
+    /// Set when the connection failed at the protocol or socket level; it must not be reused.
+    public private(set) var isBroken = false
+    private var traceFile: UnsafeMutablePointer<FILE>?
+
+    /// Connects (blocking) to the server described by `configuration`.
+    public init(configuration: PostgresConfiguration) throws {
+        var keywords = ["connect_timeout", "application_name", "client_encoding", "options"]
+        var values = [
+            String(max(1, Int(configuration.connectTimeout.components.seconds))),
+            configuration.applicationName,
+            "UTF8",
+            configuration.sessionOptions,
+        ]
+        // Values from the URL come last so that they win over our defaults (libpq: the last occurrence wins).
+        keywords.append("dbname")
+        values.append(configuration.url)
+        let pointer = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let pointer else { throw PostgresError(.connectionFailed, message: "libpq could not allocate a connection") }
+        self.handle = ConnectionHandle(pointer)
+        self.ioTimeout = configuration.ioTimeout
+        guard PQstatus(pointer) == CONNECTION_OK else {
+            throw PostgresError(.connectionFailed, message: self.handle.errorMessage)
+        }
+        PQsetNoticeProcessor(pointer, { _, _ in }, nil)
+        guard PQsetnonblocking(pointer, 1) == 0 else {
+            throw PostgresError(.connectionFailed, message: "could not switch to non-blocking mode: \(self.handle.errorMessage)")
+        }
+    }
+
+    deinit {
+        self.stopProtocolTrace()
+    }
+
+    // MARK: State
+
+    /// The libpq transaction status of the session.
+    public var transactionStatus: TransactionStatus {
+        if self.isBroken || PQstatus(self.handle.pointer) != CONNECTION_OK { return .unknown }
+        switch PQtransactionStatus(self.handle.pointer) {
+        case PQTRANS_IDLE: return .idle
+        case PQTRANS_ACTIVE: return .active
+        case PQTRANS_INTRANS: return .inTransaction
+        case PQTRANS_INERROR: return .inError
+        default: return .unknown
+        }
+    }
+
+    /// The server process id of this session (`pg_backend_pid()`).
+    public var backendPID: Int32 { PQbackendPID(self.handle.pointer) }
+
+    // MARK: Statements
+
+    /// Runs one statement with bound parameters (extended protocol) and returns its result.
+    @discardableResult
+    public func execute(_ statement: PostgresStatement) throws -> PostgresResult {
+        let deadline = ContinuousClock.now + self.ioTimeout
+        let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
+            PQsendQueryParams(self.handle.pointer, statement.sql, count, types, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw self.fail(.protocolViolation, "could not send statement") }
+        try self.flush(deadline: deadline)
+        let results = try self.drainResults(deadline: deadline)
+        guard let last = results.last else { throw self.fail(.protocolViolation, "no result for statement") }
+        return last
+    }
+
+    /// Runs one statement with bound parameters.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresResult {
+        try self.execute(PostgresStatement(sql, parameters))
+    }
+
+    /// Runs SQL text that may hold several statements (simple protocol, no parameters) — migration files.
+    /// Outside an explicit transaction the server runs them as one implicit transaction.
+    @discardableResult
+    public func executeScript(_ sql: String) throws -> [PostgresResult] {
+        let deadline = ContinuousClock.now + self.ioTimeout
+        guard PQsendQuery(self.handle.pointer, sql) == 1 else { throw self.fail(.protocolViolation, "could not send script") }
+        try self.flush(deadline: deadline)
+        return try self.drainResults(deadline: deadline)
+    }
+
+    /// Sends every statement and one Sync in a single write, then reads every result: one network round trip.
+    /// Statements after a failing one are skipped by the server (`PGRES_PIPELINE_ABORTED`); the first error is thrown.
+    public func pipeline(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
+        let pointer = self.handle.pointer
+        let deadline = ContinuousClock.now + self.ioTimeout
+        guard PQenterPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not enter pipeline mode") }
+        for statement in statements {
+            let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
+                PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw self.fail(.protocolViolation, "could not queue statement in pipeline") }
+        }
+        guard PQpipelineSync(pointer) == 1 else { throw self.fail(.protocolViolation, "could not send pipeline sync") }
+        try self.flush(deadline: deadline)
+
+        var results: [PostgresResult] = []
+        var firstError: PostgresError?
+        for _ in statements {
+            while let result = try self.nextResult(deadline: deadline) {
+                switch PQresultStatus(result) {
+                case PGRES_PIPELINE_ABORTED:
+                    PQclear(result)
+                case PGRES_FATAL_ERROR:
+                    firstError = firstError ?? Self.serverError(result)
+                    PQclear(result)
+                default:
+                    results.append(PostgresResult(taking: result))
+                }
+            }
+        }
+        guard let sync = try self.nextResult(deadline: deadline) else {
+            throw self.fail(.protocolViolation, "pipeline ended without its sync")
+        }
+        let syncStatus = PQresultStatus(sync)
+        PQclear(sync)
+        guard syncStatus == PGRES_PIPELINE_SYNC else { throw self.fail(.protocolViolation, "pipeline out of step") }
+        guard PQexitPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not leave pipeline mode") }
+        if let firstError { throw firstError }
+        return results
+    }
+
+    /// A cheap liveness probe: an empty query, one round trip.
+    public func ping() -> Bool {
+        do {
+            _ = try self.executeScript("")
+            return self.transactionStatus == .idle
+        } catch {
+            return false
+        }
+    }
+
+    // MARK: Protocol trace (tests)
+
+    /// Writes libpq's protocol trace (every message sent and received) to `path` until `stopProtocolTrace()`.
+    public func startProtocolTrace(path: String) {
+        self.stopProtocolTrace()
+        guard let file = fopen(path, "w") else { return }
+        self.traceFile = file
+        PQtrace(self.handle.pointer, file)
+        PQsetTraceFlags(self.handle.pointer, PQTRACE_SUPPRESS_TIMESTAMPS)
+    }
+
+    /// Stops the protocol trace and closes its file.
+    public func stopProtocolTrace() {
+        guard let file = self.traceFile else { return }
+        PQuntrace(self.handle.pointer)
+        fclose(file)
+        self.traceFile = nil
+    }
+
+    // MARK: Socket work
+
+    /// Collects every result of the current command until libpq reports the end; throws the first server error.
+    private func drainResults(deadline: ContinuousClock.Instant) throws -> [PostgresResult] {
+        var results: [PostgresResult] = []
+        var firstError: PostgresError?
+        while let result = try self.nextResult(deadline: deadline) {
+            switch PQresultStatus(result) {
+            case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
+                firstError = firstError ?? Self.serverError(result)
+                PQclear(result)
+            case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+                PQclear(result)
+                throw self.fail(.protocolViolation, "COPY is not supported")
+            default:
+                results.append(PostgresResult(taking: result))
+            }
+        }
+        if let firstError { throw firstError }
+        return results
+    }
+
+    /// The next result, reading from the socket as needed; `nil` marks the end of one command's results.
+    private func nextResult(deadline: ContinuousClock.Instant) throws -> OpaquePointer? {
+        let pointer = self.handle.pointer
+        while PQisBusy(pointer) == 1 {
+            try self.waitForSocket(write: false, deadline: deadline)
+            guard PQconsumeInput(pointer) == 1 else { throw self.fail(.connectionLost, self.handle.errorMessage) }
+        }
+        return PQgetResult(pointer)
+    }
+
+    /// Flushes libpq's output buffer, reading input meanwhile so the server never blocks on a full socket.
+    private func flush(deadline: ContinuousClock.Instant) throws {
+        let pointer = self.handle.pointer
+        while true {
+            let status = PQflush(pointer)
+            if status == 0 { return }
+            if status < 0 { throw self.fail(.connectionLost, self.handle.errorMessage) }
+            let readable = try self.waitForSocket(write: true, deadline: deadline)
+            if readable, PQconsumeInput(pointer) != 1 { throw self.fail(.connectionLost, self.handle.errorMessage) }
+        }
+    }
+
+    /// Waits until the socket is readable (or writable, when `write`); returns whether it is readable.
+    @discardableResult
+    private func waitForSocket(write: Bool, deadline: ContinuousClock.Instant) throws -> Bool {
+        let socket = PQsocket(self.handle.pointer)
+        guard socket >= 0 else { throw self.fail(.connectionLost, "connection has no socket") }
+        var events = Int16(POLLIN)
+        if write { events |= Int16(POLLOUT) }
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else {
+                throw self.fail(.timeout, "no answer from the server within \(self.ioTimeout)")
+            }
+            let milliseconds = Int32(min(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1, 60_000))
+            var descriptor = pollfd(fd: socket, events: events, revents: 0)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw self.fail(.connectionLost, "poll failed: \(String(cString: strerror(errno)))")
+            }
+            if ready == 0 { continue }
+            if descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 { return true }
+            return false
+        }
+    }
+
+    /// Marks the connection broken and builds the error to throw.
+    private func fail(_ kind: PostgresError.Kind, _ message: String) -> PostgresError {
+        self.isBroken = true
+        return PostgresError(kind, message: message)
+    }
+
+    /// A typed error from an error result's diagnostic fields.
+    static func serverError(_ result: OpaquePointer) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let message = field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return PostgresError(
+            .server, message: message, sqlState: field("C").map(SQLState.init(rawValue:)), detail: field("D"),
+            hint: field("H"), constraint: field("n"), schema: field("s"), table: field("t"), column: field("c")
+        )
+    }
+}
+
+/// The owner of one `PGconn`: `PQfinish` runs exactly once, when the owner goes, whatever state the connection is in.
+private final class ConnectionHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { PQfinish(self.pointer) }
+
+    /// libpq's last error message for this connection, trimmed.
+    var errorMessage: String {
+        String(cString: PQerrorMessage(self.pointer)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings that lives only for the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Calls `body` with libpq's parallel parameter arrays (count, types, values, lengths, formats), valid only for the call.
+private func withParameters<R>(
+    _ parameters: [PostgresParameter],
+    _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+) -> R {
+    if parameters.isEmpty { return body(0, nil, nil, nil, nil) }
+    var buffers: [UnsafeMutablePointer<CChar>?] = []
+    var lengths: [Int32] = []
+    var formats: [Int32] = []
+    let types: [Oid] = parameters.map { Oid($0.typeOID) }
+    for parameter in parameters {
+        switch parameter.storage {
+        case .null:
+            buffers.append(nil)
+            lengths.append(0)
+            formats.append(0)
+        case .text(let text):
+            buffers.append(strdup(text))
+            lengths.append(0)
+            formats.append(0)
+        case .binary(let bytes):
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
+            bytes.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count) }
+            }
+            buffers.append(buffer)
+            lengths.append(Int32(bytes.count))
+            formats.append(1)
+        }
+    }
+    defer {
+        for (buffer, parameter) in zip(buffers, parameters) {
+            guard let buffer else { continue }
+            if case .binary = parameter.storage { buffer.deallocate() } else { free(buffer) }
+        }
+    }
+    let values = buffers.map { UnsafePointer($0) }
+    return types.withUnsafeBufferPointer { typePointer in
+        values.withUnsafeBufferPointer { valuePointer in
+            lengths.withUnsafeBufferPointer { lengthPointer in
+                formats.withUnsafeBufferPointer { formatPointer in
+                    body(Int32(parameters.count), typePointer.baseAddress, valuePointer.baseAddress, lengthPointer.baseAddress, formatPointer.baseAddress)
+                }
+            }
+        }
+    }
+}

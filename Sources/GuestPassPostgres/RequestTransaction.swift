@@ -1,0 +1,68 @@
+/// The database roles a request may run as. The role is never taken from client input: the server picks one of
+/// these after verifying the caller's API key and token.
+public enum DatabaseRole: String, Sendable, CaseIterable {
+    case anon
+    case authenticated
+    case serviceRole = "service_role"
+}
+
+/// Who a request runs as inside PostgreSQL: a whitelisted role and the verified claims (`request.jwt.claims`).
+public struct RequestIdentity: Sendable {
+    public let role: DatabaseRole
+    /// The verified claims as a JSON object; read back in SQL through `auth.jwt()`, `auth.uid()`, ….
+    public let claimsJSON: String
+
+    public init(role: DatabaseRole, claimsJSON: String) {
+        self.role = role
+        self.claimsJSON = claimsJSON
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `statements` as one request transaction in a single round trip:
+    /// `BEGIN` → `set_config('role', …, true), set_config('request.jwt.claims', …, true)` → statements → `COMMIT`,
+    /// pipelined with one Sync. Both settings are transaction-local, so they end with the transaction.
+    ///
+    /// - Returns: the results of `statements` only (not of the framing statements).
+    public func requestTransaction(
+        _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
+    ) throws -> [PostgresResult] {
+        let framed =
+            [
+                PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN"),
+                PostgresStatement(
+                    "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
+                    [identity.role.rawValue, identity.claimsJSON]
+                ),
+            ] + statements + [PostgresStatement("COMMIT")]
+        let results = try self.pipeline(framed)
+        return Array(results.dropFirst(2).dropLast())
+    }
+
+    /// Runs `body` between `BEGIN` and `COMMIT` (several round trips); rolls back if it throws.
+    public func transaction<R>(_ body: (PostgresConnection) throws -> R) throws -> R {
+        try self.execute("BEGIN")
+        do {
+            let result = try body(self)
+            try self.execute("COMMIT")
+            return result
+        } catch {
+            if self.transactionStatus == .inTransaction || self.transactionStatus == .inError {
+                _ = try? self.execute("ROLLBACK")
+            }
+            throw error
+        }
+    }
+}
+
+extension PostgresPool {
+    /// Borrows a connection and runs `statements` as one request transaction in one round trip
+    /// (see `PostgresConnection.requestTransaction`).
+    public nonisolated func requestTransaction(
+        _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
+    ) async throws -> [PostgresResult] {
+        try await self.withConnection { connection in
+            try await connection.run { try $0.requestTransaction(identity, readOnly: readOnly, statements) }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/// A PostgreSQL SQLSTATE error code (`PG_DIAG_SQLSTATE`), e.g. `23505`.
+///
+/// A struct rather than an enum so that codes without a named member are still representable.
+public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The two-character class of the code (`23` for integrity constraint violations).
+    public var errorClass: String { String(self.rawValue.prefix(2)) }
+    public var description: String { self.rawValue }
+
+    public static let uniqueViolation = SQLState("23505")
+    public static let foreignKeyViolation = SQLState("23503")
+    public static let notNullViolation = SQLState("23502")
+    public static let checkViolation = SQLState("23514")
+    public static let insufficientPrivilege = SQLState("42501")
+    public static let undefinedFunction = SQLState("42883")
+    public static let undefinedTable = SQLState("42P01")
+    public static let syntaxError = SQLState("42601")
+    public static let invalidTextRepresentation = SQLState("22P02")
+    public static let raiseException = SQLState("P0001")
+    public static let serializationFailure = SQLState("40001")
+    public static let deadlockDetected = SQLState("40P01")
+    public static let queryCanceled = SQLState("57014")
+    public static let adminShutdown = SQLState("57P01")
+    public static let cannotConnectNow = SQLState("57P03")
+    public static let inFailedTransaction = SQLState("25P02")
+    public static let readOnlySQLTransaction = SQLState("25006")
+    public static let tooManyConnections = SQLState("53300")
+    public static let lockNotAvailable = SQLState("55P03")
+}
