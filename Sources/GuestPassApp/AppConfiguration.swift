@@ -1,0 +1,61 @@
+import GuestPassPostgres
+import Logging
+
+/// Everything `guestpass serve` needs, read from environment variables.
+public struct AppConfiguration: Sendable {
+    /// libpq URL of the login role (`DATABASE_URL`).
+    public var databaseURL: String
+    /// Bind address (`GUESTPASS_HOST`, default 127.0.0.1).
+    public var host: String = "127.0.0.1"
+    /// Bind port (`GUESTPASS_PORT`, default 8080; 0 picks a free port).
+    public var port: Int = 8080
+    /// Most database connections (`GUESTPASS_DB_POOL_SIZE`, default 16).
+    public var databasePoolSize: Int = 16
+    /// Log level (`LOG_LEVEL`, default info).
+    public var logLevel: Logger.Level = .info
+
+    public init(databaseURL: String) {
+        self.databaseURL = databaseURL
+    }
+
+    /// Reads the configuration from `environment`; throws a readable error for a missing or malformed value.
+    public init(environment: [String: String]) throws {
+        guard let url = environment["DATABASE_URL"], !url.isEmpty else {
+            throw ConfigurationError("DATABASE_URL is not set (a libpq URL for the guestpass_authenticator role)")
+        }
+        self.init(databaseURL: url)
+        if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
+        if let port = environment["GUESTPASS_PORT"] {
+            guard let value = Int(port), (0...65535).contains(value) else {
+                throw ConfigurationError("GUESTPASS_PORT must be a port number, got \(port)")
+            }
+            self.port = value
+        }
+        if let size = environment["GUESTPASS_DB_POOL_SIZE"] {
+            guard let value = Int(size), value > 0 else {
+                throw ConfigurationError("GUESTPASS_DB_POOL_SIZE must be a positive number, got \(size)")
+            }
+            self.databasePoolSize = value
+        }
+        if let level = environment["LOG_LEVEL"] {
+            guard let value = Logger.Level(rawValue: level.lowercased()) else {
+                throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")
+            }
+            self.logLevel = value
+        }
+    }
+
+    /// The pool settings derived from this configuration.
+    public var postgres: PostgresConfiguration {
+        var configuration = PostgresConfiguration(url: self.databaseURL)
+        configuration.maxConnections = self.databasePoolSize
+        configuration.applicationName = "guestpass-serve"
+        return configuration
+    }
+}
+
+/// A configuration value is missing or malformed.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

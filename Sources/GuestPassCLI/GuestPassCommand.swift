@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// The `guestpass` command line.
+@main
+struct GuestPassCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "guestpass",
+        abstract: "Guest identity, quotas and row-level security for mobile apps, over PostgreSQL.",
+        subcommands: [ServeCommand.self, MigrateCommand.self, AppsCommand.self],
+        defaultSubcommand: ServeCommand.self
+    )
+}
+
+/// Options every database-facing subcommand shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: "libpq URL or conninfo (default: $DATABASE_URL).")
+    var databaseURL: String?
+
+    /// The URL from the option or the environment.
+    func resolvedURL() throws -> String {
+        if let databaseURL, !databaseURL.isEmpty { return databaseURL }
+        if let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty { return url }
+        throw ValidationError("no database: pass --database-url or set DATABASE_URL")
+    }
+}
+
+/// Sets up logging once per process: level from `LOG_LEVEL`, output to standard error.
+func bootstrapLogging(label: String) -> Logger {
+    let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = level
+        return handler
+    }
+    var logger = Logger(label: label)
+    logger.logLevel = level
+    return logger
+}

@@ -1,0 +1,21 @@
+import ArgumentParser
+import Foundation
+import GuestPassApp
+import Hummingbird
+
+/// `guestpass serve`: runs the HTTP service until SIGTERM/SIGINT, then shuts down gracefully.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the HTTP service.")
+
+    func run() async throws {
+        let configuration: AppConfiguration
+        do {
+            configuration = try AppConfiguration(environment: ProcessInfo.processInfo.environment)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.description)
+        }
+        let logger = bootstrapLogging(label: "guestpass")
+        let app = buildApplication(configuration: configuration, logger: logger)
+        try await app.runService()
+    }
+}

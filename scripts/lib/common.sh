@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Shared helpers for the GuestPass developer scripts. Source it; do not run it.
+
+GP_LOG_PREFIX="${GP_LOG_PREFIX:-guestpass}"
+
+gp_log() { printf '[%s] %s\n' "$GP_LOG_PREFIX" "$*" >&2; }
+gp_die() { printf '[%s] error: %s\n' "$GP_LOG_PREFIX" "$*" >&2; exit 1; }
+
+gp_is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# Prefix for commands that need root: empty when root, "sudo" when available.
+gp_sudo() {
+  if gp_is_root; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    gp_die "need root to run: $* (not root and sudo is not available)"
+  fi
+}
+
+gp_pkg_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+# Install the given Debian packages, but only those missing. apt-get update runs
+# only when something must be installed.
+gp_ensure_apt() {
+  local missing=() p
+  for p in "$@"; do
+    gp_pkg_installed "$p" || missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  command -v apt-get >/dev/null 2>&1 || gp_die "missing packages (${missing[*]}) and no apt-get"
+  gp_log "installing: ${missing[*]}"
+  gp_sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null ||
+    gp_die "apt-get update failed"
+  gp_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" >/dev/null || gp_die "apt-get install ${missing[*]} failed"
+}
+
+# Packages every script needs to build and run guestpass against a local cluster.
+# shellcheck disable=SC2034
+GP_BASE_PACKAGES=(postgresql-15 postgresql-client-15 libpq-dev libssl-dev)
+# Extra packages for the SQL policy suite.
+# shellcheck disable=SC2034
+GP_TEST_PACKAGES=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+
+# guestpass binary path (after swift build).
+gp_bin_path() {
+  local dir
+  dir="$(swift build --show-bin-path "$@")" || return 1
+  printf '%s/guestpass\n' "$dir"
+}
