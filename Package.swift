@@ -82,7 +82,7 @@ let package = Package(
         /// Throwaway databases and clusters for the tests (never linked into the binary).
         .target(
             name: "GuestPassTestSupport",
-            dependencies: ["GuestPassPostgres", "GuestPassMigrations"],
+            dependencies: ["GuestPassPostgres", "GuestPassMigrations", "CoreMigrations"],
             swiftSettings: swiftSettings
         ),
 
