@@ -36,15 +36,12 @@ public struct MigrationRunner: Sendable {
                 try Self.withAdvisoryLock(connection, timeout: lockTimeout, logger: logger) {
                     try History.create(on: connection)
                     let history = try History.load(from: connection)
-                    var applied: [MigrationFile] = []
-                    for files in [core, app ?? []] {
-                        let pending = try Self.validate(files: files, against: history)
-                        for file in pending {
-                            try Self.apply(file, on: connection, logger: logger)
-                            applied.append(file)
-                        }
+                    // Validate every scope before applying anything, so a bad app folder stops the run untouched.
+                    let pending = try Self.validate(files: core, against: history) + Self.validate(files: app ?? [], against: history)
+                    for file in pending {
+                        try Self.apply(file, on: connection, logger: logger)
                     }
-                    return Outcome(applied: applied)
+                    return Outcome(applied: pending)
                 }
             }
         }

@@ -1,0 +1,268 @@
+-- guest identity structure: sessions, refresh tokens and rate-limit buckets stay internal (forced RLS, no policies,
+-- no grants), every guest identity function is a pinned SECURITY DEFINER function callable by exactly the request
+-- role it serves, and the server's entry points live in guestpass_server (schema guestpass stays closed).
+begin;
+select plan(38);
+
+-- Tables, keys and what deleting a parent does.
+
+select has_table('guestpass', 'sessions', 'guestpass.sessions exists');
+select has_table('guestpass', 'refresh_tokens', 'guestpass.refresh_tokens exists');
+select has_table('guestpass', 'rate_limits', 'guestpass.rate_limits exists');
+
+select is(
+    array(
+        select c.relname::text || '.' || p.polname
+        from pg_catalog.pg_policy as p
+        join pg_catalog.pg_class as c on c.oid = p.polrelid
+        where c.relnamespace = 'guestpass'::regnamespace
+        order by 1
+    ),
+    '{}'::text[],
+    'no policy on any guestpass table: only SECURITY DEFINER functions reach them'
+);
+
+select col_is_pk('guestpass', 'sessions', 'id', 'sessions are keyed by id (the session_id claim)');
+select col_is_pk('guestpass', 'refresh_tokens', 'id', 'refresh tokens are keyed by id');
+select col_is_pk('guestpass', 'rate_limits', 'bucket', 'rate limits are keyed by bucket');
+select fk_ok(
+    'guestpass', 'sessions', array['user_id', 'app_id'], 'public', 'users', array['id', 'app_id'],
+    'a session''s user is in the session''s app (composite foreign key)'
+);
+select fk_ok('guestpass', 'sessions', 'device_id', 'public', 'devices', 'id', 'a session points at a device');
+select fk_ok(
+    'guestpass', 'refresh_tokens', 'session_id', 'guestpass', 'sessions', 'id', 'a refresh token belongs to a session'
+);
+select is(
+    array(
+        select conname::text || ' on delete ' || case confdeltype when 'c' then 'cascade' when 'n' then 'set null'
+                                                                  else confdeltype::text end
+        from pg_catalog.pg_constraint
+        where contype = 'f' and conrelid in ('guestpass.sessions'::regclass, 'guestpass.refresh_tokens'::regclass)
+        order by 1
+    ),
+    array[
+        'refresh_tokens_session_id_fkey on delete cascade',
+        'sessions_app_id_fkey on delete cascade',
+        'sessions_device_id_fkey on delete set null',
+        'sessions_user_id_fkey on delete cascade'
+    ],
+    'deleting an app, user or session deletes its sessions and tokens; deleting a device only detaches it'
+);
+select col_is_unique(
+    'guestpass', 'refresh_tokens', array['session_id', 'counter'], 'one refresh token per session and counter'
+);
+select col_is_unique('guestpass', 'refresh_tokens', array['token_hash'], 'a refresh token hash is unique');
+select has_index(
+    'guestpass', 'sessions', 'sessions_user_id_idx', array['user_id'], 'sessions are indexed by user (sign-out)'
+);
+
+-- The functions.
+
+create temporary table gp_functions (fn regprocedure primary key) on commit drop;
+insert into gp_functions (fn) values
+    ('guestpass.check_rate_limit_arguments(text, integer, double precision)'),
+    ('guestpass.take_rate_limit(text, integer, double precision)'),
+    ('guestpass.peek_rate_limit(text, integer, double precision)'),
+    ('guestpass.prune_rate_limits(interval)'),
+    ('guestpass.ensure_guest_device(uuid, text, jsonb)'),
+    ('public.create_guest_user(uuid)'),
+    ('guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, '
+     'double precision, text, uuid, text)'),
+    ('guestpass_server.refresh_session(uuid, integer, text, text, double precision)'),
+    ('guestpass_server.current_user_profile()'),
+    ('guestpass_server.sign_out(text)'),
+    ('guestpass_server.resolve_api_key(text)');
+
+select function_returns(
+    'public', 'create_guest_user', array['uuid'], 'uuid', 'public.create_guest_user(uuid) returns the user id'
+);
+select function_returns(
+    'guestpass', 'take_rate_limit', array['text', 'integer', 'double precision'], 'double precision',
+    'guestpass.take_rate_limit returns the seconds to wait'
+);
+select function_returns(
+    'guestpass_server', 'sign_up_guest',
+    array['text', 'jsonb', 'jsonb', 'text', 'integer', 'double precision', 'integer', 'double precision', 'text',
+          'uuid', 'text'],
+    'setof record', 'guestpass_server.sign_up_guest returns a table'
+);
+select function_returns(
+    'guestpass_server', 'sign_out', array['text'], 'integer', 'guestpass_server.sign_out returns a count'
+);
+
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from gp_functions as f
+        join pg_catalog.pg_proc as p on p.oid = f.fn
+        where not p.prosecdef and p.proname <> 'check_rate_limit_arguments'
+        order by 1
+    ),
+    '{}'::text[],
+    'every guest identity function but the argument check is SECURITY DEFINER'
+);
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from gp_functions as f
+        join pg_catalog.pg_proc as p on p.oid = f.fn
+        where p.proconfig is distinct from array['search_path=""']
+        order by 1
+    ),
+    '{}'::text[],
+    'every guest identity function runs with an empty search_path'
+);
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        where p.pronamespace = 'guestpass_server'::regnamespace
+          and not (p.prosecdef and p.proconfig is not distinct from array['search_path=""'])
+        order by 1
+    ),
+    '{}'::text[],
+    'every function in guestpass_server is SECURITY DEFINER with an empty search_path'
+);
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        where (p.oid in (select fn from gp_functions) or p.pronamespace = 'guestpass_server'::regnamespace)
+          and exists (
+              select 1
+              from pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) as acl
+              where acl.grantee = 0 and acl.privilege_type = 'EXECUTE'
+          )
+        order by 1
+    ),
+    '{}'::text[],
+    'no guest identity function is executable by PUBLIC'
+);
+select is(
+    array(
+        select format('%I.%I(%s) %s', n.nspname, p.proname, pg_catalog.oidvectortypes(p.proargtypes), p.provolatile)
+        from gp_functions as f
+        join pg_catalog.pg_proc as p on p.oid = f.fn
+        join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
+        where p.pronamespace = 'guestpass_server'::regnamespace or p.proname = 'create_guest_user'
+        order by 1
+    ),
+    array[
+        'guestpass_server.current_user_profile() s',
+        'guestpass_server.refresh_session(uuid, integer, text, text, double precision) v',
+        'guestpass_server.resolve_api_key(text) s',
+        'guestpass_server.sign_out(text) v',
+        'guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, '
+        || 'double precision, text, uuid, text) v',
+        'public.create_guest_user(uuid) v'
+    ],
+    'the read-only entry points are STABLE, the others VOLATILE'
+);
+
+-- Exact grants: who may call what.
+
+select is(
+    array(
+        select format('%I.%I', n.nspname, p.proname) || ' to ' || r.rolname
+        from pg_catalog.pg_proc as p
+        join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
+        cross join pg_catalog.pg_roles as r
+        where (p.oid in (select fn from gp_functions) or p.pronamespace = 'guestpass_server'::regnamespace)
+          and r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
+          and pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
+        order by 1
+    ),
+    array[
+        'guestpass_server.current_user_profile to authenticated',
+        'guestpass_server.refresh_session to anon',
+        'guestpass_server.resolve_api_key to anon',
+        'guestpass_server.sign_out to authenticated',
+        'guestpass_server.sign_up_guest to anon',
+        'public.create_guest_user to anon',
+        'public.create_guest_user to authenticated',
+        'public.create_guest_user to service_role'
+    ],
+    'each guest identity function is executable by exactly the request roles it serves; internals by none'
+);
+
+select function_privs_are(
+    'public', 'create_guest_user', array['uuid'], 'anon', array['EXECUTE'], 'anon may call create_guest_user'
+);
+select function_privs_are(
+    'public', 'create_guest_user', array['uuid'], 'authenticated', array['EXECUTE'],
+    'authenticated may call create_guest_user'
+);
+select function_privs_are(
+    'public', 'create_guest_user', array['uuid'], 'service_role', array['EXECUTE'],
+    'service_role may call create_guest_user'
+);
+select function_privs_are(
+    'public', 'create_guest_user', array['uuid'], 'guestpass_authenticator', '{}'::text[],
+    'the login role itself may not call create_guest_user'
+);
+select function_privs_are(
+    'guestpass_server', 'sign_up_guest',
+    array['text', 'jsonb', 'jsonb', 'text', 'integer', 'double precision', 'integer', 'double precision', 'text',
+          'uuid', 'text'],
+    'authenticated', '{}'::text[], 'authenticated may not call sign_up_guest'
+);
+select function_privs_are(
+    'guestpass_server', 'refresh_session', array['uuid', 'integer', 'text', 'text', 'double precision'],
+    'anon', array['EXECUTE'], 'anon may call refresh_session'
+);
+select function_privs_are(
+    'guestpass_server', 'sign_out', array['text'], 'anon', '{}'::text[], 'anon may not call sign_out'
+);
+select function_privs_are(
+    'guestpass_server', 'current_user_profile', '{}'::name[], 'service_role', '{}'::text[],
+    'service_role may not call current_user_profile'
+);
+select function_privs_are(
+    'guestpass', 'take_rate_limit', array['text', 'integer', 'double precision'], 'anon', '{}'::text[],
+    'anon may not take rate-limit tokens directly'
+);
+select function_privs_are(
+    'guestpass', 'ensure_guest_device', array['uuid', 'text', 'jsonb'], 'service_role', '{}'::text[],
+    'service_role may not call ensure_guest_device directly'
+);
+
+-- The schema of the entry points.
+
+select has_schema('guestpass_server', 'schema guestpass_server exists');
+select is(
+    array(
+        select r.rolname::text
+        from pg_catalog.pg_roles as r
+        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
+          and pg_catalog.has_schema_privilege(r.oid, 'guestpass_server', 'USAGE')
+        order by 1
+    ),
+    array['anon', 'authenticated'],
+    'exactly anon and authenticated have usage on guestpass_server'
+);
+select is(
+    array(
+        select r.rolname::text
+        from pg_catalog.pg_roles as r
+        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
+          and (pg_catalog.has_schema_privilege(r.oid, 'guestpass_server', 'CREATE')
+               or pg_catalog.has_schema_privilege(r.oid, 'guestpass', 'CREATE'))
+        order by 1
+    ),
+    '{}'::text[],
+    'no app-facing role may create objects in guestpass or guestpass_server'
+);
+select is(
+    array(
+        select c.relname::text
+        from pg_catalog.pg_class as c
+        where c.relnamespace = 'guestpass_server'::regnamespace
+        order by 1
+    ),
+    '{}'::text[],
+    'guestpass_server holds functions only, no table, view or sequence'
+);
+
+select * from finish();
+rollback;

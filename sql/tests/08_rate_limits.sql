@@ -1,0 +1,157 @@
+-- rate limits: the token bucket (take one token or say how long to wait, refill with time up to capacity, no token
+-- taken when refused) and the sign-up limits per IP and per app, refused with PT429 and the seconds to wait as
+-- detail, writing nothing. Time is moved by setting updated_at back. Fixtures: apps X and Y.
+begin;
+select plan(27);
+
+insert into guestpass.apps (id, name) values
+    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
+    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+
+-- Runs a statement and returns '<sqlstate> <detail>' of its error, or null. Executable by the request roles.
+create function pg_temp.error_of(p_sql text)
+returns text
+language plpgsql
+as $$
+declare
+    v_state text;
+    v_detail text;
+begin
+    execute p_sql;
+    return null;
+exception when others then
+    get stacked diagnostics v_state = returned_sqlstate, v_detail = pg_exception_detail;
+    return v_state || ' ' || coalesce(v_detail, '');
+end
+$$;
+
+-- The bucket itself (internal functions, called here as the owner): capacity 2, one token a minute.
+
+select is(guestpass.take_rate_limit('test:a', 2, 1.0 / 60), 0::double precision, 'a new bucket starts full: token 1');
+select is(guestpass.take_rate_limit('test:a', 2, 1.0 / 60), 0::double precision, 'token 2');
+select ok(
+    guestpass.take_rate_limit('test:a', 2, 1.0 / 60) between 59 and 60,
+    'an empty bucket refuses and says a token comes in about 60 seconds'
+);
+select ok(
+    (select tokens < 0.01 from guestpass.rate_limits where bucket = 'test:a'), 'a refusal takes no token'
+);
+select ok(
+    guestpass.peek_rate_limit('test:a', 2, 1.0 / 60) between 59 and 60, 'peek gives the same answer'
+);
+select is(guestpass.take_rate_limit('test:b', 2, 1.0 / 60), 0::double precision, 'another bucket is independent');
+
+update guestpass.rate_limits set updated_at = updated_at - interval '30 seconds' where bucket = 'test:a';
+select ok(
+    guestpass.take_rate_limit('test:a', 2, 1.0 / 60) between 29 and 30,
+    'after 30 seconds half a token has refilled: 30 seconds to wait'
+);
+update guestpass.rate_limits set updated_at = updated_at - interval '30 seconds' where bucket = 'test:a';
+select is(guestpass.peek_rate_limit('test:a', 2, 1.0 / 60), 0::double precision, 'after a minute peek sees a token');
+select is(guestpass.take_rate_limit('test:a', 2, 1.0 / 60), 0::double precision, 'and take takes it');
+
+update guestpass.rate_limits set updated_at = updated_at - interval '1 day' where bucket = 'test:a';
+select is(
+    array[guestpass.take_rate_limit('test:a', 2, 1.0 / 60) = 0, guestpass.take_rate_limit('test:a', 2, 1.0 / 60) = 0,
+          guestpass.take_rate_limit('test:a', 2, 1.0 / 60) = 0],
+    array[true, true, false],
+    'a long pause refills up to the capacity only'
+);
+select is(guestpass.peek_rate_limit('test:never', 2, 1), 0::double precision, 'peek at an unknown bucket: full');
+select is(
+    (select count(*)::int from guestpass.rate_limits where bucket = 'test:never'), 0, 'and peek writes nothing'
+);
+
+select throws_ok(
+    $$select guestpass.take_rate_limit('test:c', 0, 1)$$, '22023', 'rate limit capacity must be at least 1',
+    'a capacity below 1 is refused'
+);
+select throws_ok(
+    $$select guestpass.take_rate_limit('test:c', 2, 0)$$, '22023',
+    'rate limit refill rate must be a positive finite number', 'a zero refill rate is refused'
+);
+select throws_ok(
+    $$select guestpass.take_rate_limit('test:c', 2, 'NaN')$$, '22023',
+    'rate limit refill rate must be a positive finite number', 'a NaN refill rate is refused'
+);
+select throws_ok(
+    $$select guestpass.take_rate_limit('', 2, 1)$$, '22023', 'rate limit bucket must be a non-empty name',
+    'an empty bucket name is refused'
+);
+
+update guestpass.rate_limits set updated_at = now() - interval '2 hours' where bucket = 'test:b';
+select is(guestpass.prune_rate_limits('1 hour'), 1::bigint, 'prune deletes buckets idle longer than asked');
+
+-- Sign-up per IP, as anon in app X: capacity 2, one token a minute.
+
+set local role anon;
+select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+
+select lives_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.1', 2, 1.0 / 60, null, null, null,
+      gen_random_uuid(), encode(sha256('ip 1'), 'hex'))$$,
+    'sign-up 1 from an IP'
+);
+select lives_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.1', 2, 1.0 / 60, null, null, null,
+      gen_random_uuid(), encode(sha256('ip 2'), 'hex'))$$,
+    'sign-up 2 from the IP'
+);
+select throws_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.1', 2, 1.0 / 60, null, null, null,
+      gen_random_uuid(), encode(sha256('ip 3'), 'hex'))$$,
+    'PT429', 'rate limit exceeded', 'sign-up 3 from the IP is refused with PT429'
+);
+select is(
+    pg_temp.error_of(
+        $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.1', 2, 1.0 / 60, null, null, null,
+          gen_random_uuid(), encode(sha256('ip 4'), 'hex'))$$
+    ),
+    'PT429 60',
+    'the refusal''s detail is the whole seconds to wait (rounded up)'
+);
+select lives_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.2', 2, 1.0 / 60, null, null, null,
+      gen_random_uuid(), encode(sha256('ip 5'), 'hex'))$$,
+    'another IP may still sign up'
+);
+
+-- Sign-up per app: capacity 1. A refusal by the app limit gives the IP's token back.
+
+select lives_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '198.51.100.1', 5, 1, 1, 1.0 / 3600, null,
+      gen_random_uuid(), encode(sha256('app 1'), 'hex'))$$,
+    'sign-up 1 in the app'
+);
+select is(
+    pg_temp.error_of(
+        $$select guestpass_server.sign_up_guest(null, null, null, '198.51.100.2', 5, 1, 1, 1.0 / 3600, null,
+          gen_random_uuid(), encode(sha256('app 2'), 'hex'))$$
+    ),
+    'PT429 3600',
+    'sign-up 2 in the app, from another IP, is refused by the app limit'
+);
+select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
+select lives_ok(
+    $$select guestpass_server.sign_up_guest(null, null, null, '198.51.100.2', 5, 1, 1, 1.0 / 3600, null,
+      gen_random_uuid(), encode(sha256('app 3'), 'hex'))$$,
+    'another app has its own limit'
+);
+reset role;
+
+select results_eq(
+    $$select bucket, round(tokens)::int from guestpass.rate_limits where bucket like 'signup:%' order by bucket$$,
+    $$values ('signup:app:00000000-0000-4000-8000-0000000000f1', 0),
+             ('signup:app:00000000-0000-4000-8000-0000000000f2', 0),
+             ('signup:ip:192.0.2.1', 0),
+             ('signup:ip:192.0.2.2', 1),
+             ('signup:ip:198.51.100.1', 4),
+             ('signup:ip:198.51.100.2', 4)$$,
+    'each bucket holds what its successful sign-ups left; refused sign-ups took nothing'
+);
+select is(
+    (select count(*)::int from guestpass.sessions), 5, 'only the five accepted sign-ups wrote a session'
+);
+
+select * from finish();
+rollback;
