@@ -11,8 +11,9 @@ import Foundation
 /// - the header's `alg` must then equal the selected key's algorithm (`algorithmMismatch`), so an HS256 token
 ///   can never be checked with an ES256 or RS256 public key used as an HMAC secret.
 ///
-/// Order of checks: size and shape, header (`alg`, `crit`, `typ`), key selection, signature over the exact
-/// received bytes, then `exp`, `nbf`, `iat`, `iss`, `aud`, then decoding of the caller's claims type.
+/// Order of checks: size, three strict base64url segments, header (strict JSON object; `alg`, `crit`, `typ`),
+/// key selection, signature over the exact received bytes, payload (strict JSON object), then `exp`, `nbf`,
+/// `iat`, `iss`, `aud`, then decoding of the caller's claims type.
 public struct JWTVerifier: Sendable {
     private let keysByID: [String: JWTVerificationKey]
     /// Accepted `iss` values; nil skips the issuer check.
@@ -79,6 +80,7 @@ public struct JWTVerifier: Sendable {
         guard bytes.count <= self.maximumTokenLength else { throw JWTError(.malformed) }
         let segments = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard segments.count == 3, let headerJSON = Base64URL.decode(ascii: segments[0]),
+            let payload = Base64URL.decode(ascii: segments[1]), let signature = Base64URL.decode(ascii: segments[2]),
             StrictJSON.isObject(headerJSON), let header = try? Self.decoder.decode(RawHeader.self, from: Data(headerJSON))
         else { throw JWTError(.malformed) }
 
@@ -93,15 +95,13 @@ public struct JWTVerifier: Sendable {
         }
         let key = try self.selectKey(keyID: header.kid, algorithm: algorithm)
 
-        guard let signature = Base64URL.decode(ascii: segments[2]),
-            key.isValidSignature(signature, for: Array(bytes[..<segments[1].endIndex]))
-        else { throw JWTError(.badSignature) }
-
-        guard let payload = Base64URL.decode(ascii: segments[1]), StrictJSON.isObject(payload) else {
-            throw JWTError(.malformed)
+        guard key.isValidSignature(signature, for: Array(bytes[..<segments[1].endIndex])) else {
+            throw JWTError(.badSignature)
         }
+        guard StrictJSON.isObject(payload) else { throw JWTError(.malformed) }
         try self.validateRegisteredClaims(in: payload, now: now)
-        return VerifiedJWT(header: JWTHeader(algorithm: algorithm, keyID: header.kid, type: header.typ), payload: Data(payload))
+        let verifiedHeader = JWTHeader(algorithm: algorithm, keyID: header.kid, type: header.typ)
+        return VerifiedJWT(header: verifiedHeader, payload: Data(payload))
     }
 
     // MARK: Steps
