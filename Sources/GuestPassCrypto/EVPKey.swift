@@ -4,8 +4,8 @@ import COpenSSL
 ///
 /// `@unchecked Sendable`: the handle is never mutated after `init`, every operation creates its own
 /// `EVP_MD_CTX`/`EVP_PKEY_CTX`, and OpenSSL 3 documents an `EVP_PKEY` as safe for concurrent use by several
-/// threads as long as none modifies it (openssl-threads(7)). The pointer itself never leaves this type except
-/// through `withUnsafeKey`, scoped to one call.
+/// threads as long as none modifies it (openssl-threads(7)). The pointer never leaves this type: every libcrypto
+/// call that needs it is a method here.
 final class EVPKey: @unchecked Sendable {
     private let pointer: OpaquePointer
 
@@ -16,11 +16,6 @@ final class EVPKey: @unchecked Sendable {
 
     deinit {
         EVP_PKEY_free(self.pointer)
-    }
-
-    /// Runs `body` with the raw handle, which must not escape the closure.
-    func withUnsafeKey<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
-        try body(self.pointer)
     }
 
     // MARK: Inspection

@@ -44,7 +44,8 @@ struct CrossCheckTests {
 
         let now = Date()
         let claims = Claims(
-            sub: "from-swift", iss: "crosscheck", aud: "api", exp: now + 600, iat: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
+            sub: "from-swift", iss: "crosscheck", aud: "api", exp: now + 600,
+            iat: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
         let esSigner = JWTSigner(key: try ES256PrivateKey.generate())
         try self.write(esSigner.sign(claims), to: "swift_es256.jwt")
         try self.write(esSigner.verificationKey.keyID, to: "swift_es256.kid")
