@@ -1,0 +1,78 @@
+import Foundation
+
+/// Issues compact JWS tokens with one signing key and its `kid`.
+///
+/// The header is `{"alg":…,"kid":…,"typ":…}`; claims are encoded with `JSONEncoder`, dates as seconds since 1970
+/// (NumericDate, RFC 7519 §2).
+public struct JWTSigner: Sendable {
+    enum SigningKey: Sendable {
+        case es256(ES256PrivateKey)
+        case hs256(HS256Key)
+    }
+
+    let signingKey: SigningKey
+    /// The `kid` written into every header.
+    public let keyID: String
+    /// The `typ` written into every header (`JWT` unless an explicit type was chosen, RFC 8725 §3.11).
+    public let type: String
+
+    /// A signer for ES256 tokens.
+    ///
+    /// - Parameters:
+    ///   - key: the private key.
+    ///   - keyID: the `kid`; defaults to the RFC 7638 thumbprint of the public key.
+    ///   - type: the header `typ`.
+    public init(key: ES256PrivateKey, keyID: String? = nil, type: String = "JWT") {
+        self.signingKey = .es256(key)
+        self.keyID = keyID ?? key.publicKey.thumbprint
+        self.type = type
+    }
+
+    /// A signer for HS256 tokens.
+    ///
+    /// - Parameters:
+    ///   - key: the shared secret.
+    ///   - keyID: the `kid` (required: a secret has no publishable thumbprint).
+    ///   - type: the header `typ`.
+    public init(key: HS256Key, keyID: String, type: String = "JWT") {
+        self.signingKey = .hs256(key)
+        self.keyID = keyID
+        self.type = type
+    }
+
+    /// The algorithm of the signing key.
+    public var algorithm: JWTAlgorithm {
+        switch self.signingKey {
+        case .es256: .es256
+        case .hs256: .hs256
+        }
+    }
+
+    /// The key a `JWTVerifier` needs for this signer's tokens: the public key for ES256, the secret for HS256.
+    public var verificationKey: JWTVerificationKey {
+        switch self.signingKey {
+        case .es256(let key): .es256(key.publicKey, keyID: self.keyID)
+        case .hs256(let key): .hs256(key, keyID: self.keyID)
+        }
+    }
+
+    /// Signs `claims` and returns the compact serialization `header.payload.signature`.
+    ///
+    /// - Throws: `JWTError(.invalidClaims)` if `claims` does not encode to a JSON object; `EncodingError` or
+    ///   `OpenSSLError` if encoding or signing fails.
+    public func sign<Claims: Encodable>(_ claims: Claims) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let header = try encoder.encode(["alg": self.algorithm.rawValue, "typ": self.type, "kid": self.keyID])
+        let payload = try encoder.encode(claims)
+        guard StrictJSON.isObject(Array(payload)) else { throw JWTError(.invalidClaims) }
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(payload)
+        let signature: [UInt8]
+        switch self.signingKey {
+        case .es256(let key): signature = try key.signature(for: Array(signingInput.utf8)).rawRepresentation
+        case .hs256(let key): signature = key.authenticationCode(for: Array(signingInput.utf8))
+        }
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+}
