@@ -13,9 +13,17 @@ public struct AppConfiguration: Sendable {
     public var databasePoolSize: Int = 16
     /// Log level (`LOG_LEVEL`, default info).
     public var logLevel: Logger.Level = .info
+    /// Tokens, sessions and sign-up limits.
+    public var auth: AuthConfiguration
 
-    public init(databaseURL: String) {
+    public init(databaseURL: String, auth: AuthConfiguration) {
         self.databaseURL = databaseURL
+        self.auth = auth
+    }
+
+    /// The token service for `auth` (fails only on duplicate key ids).
+    var tokens: TokenService {
+        get throws { try TokenService(configuration: self.auth) }
     }
 
     /// Reads the configuration from `environment`; throws a readable error for a missing or malformed value.
@@ -23,7 +31,7 @@ public struct AppConfiguration: Sendable {
         guard let url = environment["DATABASE_URL"], !url.isEmpty else {
             throw ConfigurationError("DATABASE_URL is not set (a libpq URL for the guestpass_authenticator role)")
         }
-        self.init(databaseURL: url)
+        self.init(databaseURL: url, auth: try AuthConfiguration(environment: environment))
         if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
         if let port = environment["GUESTPASS_PORT"] {
             guard let value = Int(port), (0...65535).contains(value) else {

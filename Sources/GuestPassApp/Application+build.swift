@@ -2,17 +2,14 @@ import GuestPassPostgres
 import Hummingbird
 import Logging
 
-/// The request context every route uses.
-public typealias AppRequestContext = BasicRequestContext
-
 /// Builds the HTTP application: the pool as a service (started first, stopped last) and the router.
 public func buildApplication(
     configuration: AppConfiguration,
     logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-) -> some ApplicationProtocol {
+) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
-    let router = buildRouter(pool: pool)
+    let router = buildRouter(pool: pool, tokens: try configuration.tokens)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
@@ -23,9 +20,12 @@ public func buildApplication(
 }
 
 /// Builds the router: every route of the service.
-public func buildRouter(pool: PostgresPool) -> Router<AppRequestContext> {
+func buildRouter(pool: PostgresPool, tokens: TokenService) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.debug))
+    router.add(middleware: APIErrorMiddleware())
+    let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
     HealthRoutes(pool: pool).register(on: router)
+    AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
     return router
 }

@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         let logger = bootstrapLogging(label: "guestpass")
-        let app = buildApplication(configuration: configuration, logger: logger)
+        let app = try buildApplication(configuration: configuration, logger: logger)
         try await app.runService()
     }
 }

@@ -76,3 +76,17 @@ public struct JWTSigner: Sendable {
         return signingInput + "." + Base64URL.encode(signature)
     }
 }
+
+extension JWTSigner {
+    /// A 32-byte key derived from the signing key's secret material and `label` (HMAC-SHA256), for secrets that must
+    /// be shared by every server holding this signing key (e.g. the refresh-token MAC key). It reveals nothing
+    /// about the signing key.
+    public func derivedKey(label: String) -> [UInt8] {
+        let material: [UInt8]
+        switch self.signingKey {
+        case .es256(let key): material = Array(((try? key.pkcs8PEMRepresentation) ?? self.keyID).utf8)
+        case .hs256(let key): material = key.secret
+        }
+        return HMACSHA256.authenticationCode(for: Array(label.utf8), key: material)
+    }
+}

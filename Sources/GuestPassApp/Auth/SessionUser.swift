@@ -1,0 +1,81 @@
+import Foundation
+import GuestPassPostgres
+
+/// A user as a session response shows it, with the session it belongs to.
+struct SessionUser: Sendable {
+    let id: UUID
+    let appID: UUID
+    let sessionID: UUID
+    let deviceID: UUID?
+    let isAnonymous: Bool
+    let email: String?
+    let userMetadata: JSONValue
+    let appMetadata: JSONValue
+    let createdAt: Date
+    let updatedAt: Date
+    let lastSignInAt: Date?
+
+    /// Reads the user columns shared by the sign-up, refresh and profile functions.
+    init(row: PostgresRow, appID: UUID, sessionID: UUID, deviceID: UUID?, lastSignInAt: Date?) throws {
+        self.id = try row.decode(UUID.self, "user_id")
+        self.appID = appID
+        self.sessionID = sessionID
+        self.deviceID = deviceID
+        self.isAnonymous = try row.decode(Bool.self, "is_anonymous")
+        self.email = try row.decode(String?.self, "email")
+        self.userMetadata = try JSONValue.parse(try row.decode(PostgresJSON.self, "user_metadata").text)
+        self.appMetadata = try JSONValue.parse(try row.decode(PostgresJSON.self, "app_metadata").text)
+        self.createdAt = try row.decode(Date.self, "created_at")
+        self.updatedAt = try row.decode(Date.self, "updated_at")
+        self.lastSignInAt = lastSignInAt
+    }
+}
+
+/// The `User` object of GoTrue's responses (what the Supabase SDKs decode).
+struct UserResponse: Encodable {
+    let id: String
+    let aud: String
+    let role: String
+    let email: String
+    let phone: String
+    let last_sign_in_at: String?
+    let app_metadata: JSONValue
+    let user_metadata: JSONValue
+    let identities: [JSONValue]
+    let created_at: String
+    let updated_at: String
+    let is_anonymous: Bool
+
+    init(_ user: SessionUser, audience: String) {
+        self.id = user.id.lowercasedString
+        self.aud = audience
+        self.role = "authenticated"
+        self.email = user.email ?? ""
+        self.phone = ""
+        self.last_sign_in_at = user.lastSignInAt.map(Timestamp.rfc3339)
+        self.app_metadata = user.appMetadata
+        self.user_metadata = user.userMetadata
+        self.identities = []
+        self.created_at = Timestamp.rfc3339(user.createdAt)
+        self.updated_at = Timestamp.rfc3339(user.updatedAt)
+        self.is_anonymous = user.isAnonymous
+    }
+}
+
+/// GoTrue's `AccessTokenResponse`: a session.
+struct SessionResponse: Encodable {
+    let access_token: String
+    let token_type = "bearer"
+    let expires_in: Int
+    let expires_at: Int
+    let refresh_token: String
+    let user: UserResponse
+}
+
+/// RFC 3339 timestamps with microseconds and `Z`, as GoTrue writes them.
+enum Timestamp {
+    static func rfc3339(_ date: Date) -> String {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
+        return date.formatted(style)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import GuestPassPostgres
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// An error answered in the documented shape `{"code": "<string>", "message": "…"}` (GoTrue's 2024-01-01 format),
+/// with `x-sb-error-code` set. Messages never carry secrets, tokens or SQL.
+public struct APIError: Error, HTTPResponseError, Sendable {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let message: String
+    /// Extra response headers (`Retry-After`, `WWW-Authenticate`).
+    public var headers: HTTPFields = [:]
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let data = try JSONEncoder().encode(ErrorBody(code: self.code, message: self.message))
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        headers[.supabaseErrorCode] = self.code
+        if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
+        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    // MARK: Common errors
+
+    static func validation(_ message: String) -> APIError { APIError(.badRequest, code: "validation_failed", message: message) }
+    static func badJSON(_ message: String = "The request body is not valid JSON") -> APIError {
+        APIError(.badRequest, code: "bad_json", message: message)
+    }
+    static func unauthorized(_ code: String, _ message: String) -> APIError {
+        APIError(.unauthorized, code: code, message: message, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+    }
+    static let databaseUnavailable = APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is unavailable; retry shortly")
+
+    /// Maps data-layer failures that are not the caller's fault: connection trouble is a retryable 503.
+    static func from(_ error: PostgresError) -> APIError {
+        if error.isConnectionError || error.kind == .acquireTimeout || error.kind == .poolClosed || error.sqlState?.errorClass == "53" {
+            return .databaseUnavailable
+        }
+        if error.sqlState == .queryCanceled {
+            return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+        }
+        return APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+    }
+}
+
+/// The documented error body.
+struct ErrorBody: Codable {
+    let code: String
+    let message: String
+}
+
+extension HTTPField.Name {
+    static let supabaseAPIVersion = Self("X-Supabase-Api-Version")!
+    static let supabaseErrorCode = Self("x-sb-error-code")!
+    static let apiKey = Self("apikey")!
+    static let idempotencyKey = Self("Idempotency-Key")!
+}
+
+/// Turns stray errors into the documented error shape: a PostgresError that escaped a route becomes a 503 or 500
+/// without internals; Hummingbird's own HTTP errors keep their status.
+struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as PostgresError {
+            context.logger.error("database failure", metadata: ["db.error": "\(error.kind)", "db.sqlstate": "\(error.sqlState?.rawValue ?? "-")"])
+            throw APIError.from(error)
+        } catch let error as HTTPError {
+            let code = error.status == .notFound ? "not_found" : error.status.code == 413 ? "request_too_large" : "bad_request"
+            throw APIError(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+        } catch {
+            context.logger.error("unexpected failure", metadata: ["error": "\(type(of: error))"])
+            throw APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+        }
+    }
+}
