@@ -35,6 +35,25 @@ enum History {
             );
             COMMENT ON TABLE guestpass_migrations.history IS
                 'One row per applied migration file: version, name, SHA-256 checksum, when and how long it took.';
+            CREATE OR REPLACE FUNCTION guestpass_migrations.refuse_unfinished_commit() RETURNS trigger
+                LANGUAGE plpgsql SET search_path = '' AS $$
+            BEGIN
+                IF EXISTS (SELECT 1 FROM guestpass_migrations.history h
+                           WHERE h.scope = NEW.scope AND h.version = NEW.version AND h.transactional AND NOT h.success) THEN
+                    RAISE EXCEPTION 'migration %_% ended the transaction itself; remove its BEGIN/COMMIT', NEW.version, NEW.name
+                        USING ERRCODE = '2D000';
+                END IF;
+                RETURN NULL;
+            END $$;
+            COMMENT ON FUNCTION guestpass_migrations.refuse_unfinished_commit() IS
+                'Deferred check: a transactional migration may only commit once the runner marked it done, so a file''s own COMMIT fails and rolls back.';
+            DO $$ BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'history_refuse_unfinished_commit') THEN
+                    CREATE CONSTRAINT TRIGGER history_refuse_unfinished_commit
+                        AFTER INSERT ON guestpass_migrations.history DEFERRABLE INITIALLY DEFERRED
+                        FOR EACH ROW EXECUTE FUNCTION guestpass_migrations.refuse_unfinished_commit();
+                END IF;
+            END $$;
             ALTER TABLE guestpass_migrations.history ENABLE ROW LEVEL SECURITY;
             REVOKE ALL ON SCHEMA guestpass_migrations FROM PUBLIC;
             REVOKE ALL ON guestpass_migrations.history FROM PUBLIC;

@@ -37,7 +37,8 @@ public struct MigrationRunner: Sendable {
                     try History.create(on: connection)
                     let history = try History.load(from: connection)
                     // Validate every scope before applying anything, so a bad app folder stops the run untouched.
-                    let pending = try Self.validate(files: core, against: history) + Self.validate(files: app ?? [], against: history)
+                    let pending = try Self.validate(files: core, scope: .core, against: history)
+                        + (app.map { try Self.validate(files: $0, scope: .app, against: history) } ?? [])
                     for file in pending {
                         try Self.apply(file, on: connection, logger: logger)
                     }
@@ -66,10 +67,9 @@ public struct MigrationRunner: Sendable {
     // MARK: Steps
 
     /// The files not yet applied, after checking the history against the files.
-    static func validate(files: [MigrationFile], against history: [History.Key: History.Entry]) throws -> [MigrationFile] {
-        guard let scope = files.first?.scope else {
-            return []
-        }
+    static func validate(
+        files: [MigrationFile], scope: MigrationScope, against history: [History.Key: History.Entry]
+    ) throws -> [MigrationFile] {
         let byVersion = Dictionary(uniqueKeysWithValues: files.map { ($0.version, $0) })
         var newestApplied = -1
         for (key, entry) in history where key.scope == scope.rawValue {
@@ -99,18 +99,21 @@ public struct MigrationRunner: Sendable {
         return pending
     }
 
-    /// Applies one file. Transactional: `BEGIN`, the file, its history row, `COMMIT` — all or nothing.
+    /// Applies one file. Transactional: `BEGIN`, its history row marked unfinished, the file, the row marked done,
+    /// `COMMIT` — all or nothing. A deferred check on the history table refuses any commit while the row is still
+    /// unfinished, so a file with its own `COMMIT` fails at that `COMMIT` and leaves no trace.
     /// Non-transactional: a `success = false` row first, the single statement alone, then the row flipped to true.
     static func apply(_ file: MigrationFile, on connection: PostgresConnection, logger: Logger) throws {
         let started = ContinuousClock.now
         try connection.execute("RESET ALL")
         if file.transactional {
             try connection.transaction { connection in
+                try History.record(file, success: false, duration: .zero, on: connection)
                 try Self.runBody(file, on: connection)
                 guard connection.transactionStatus == .inTransaction else {
                     throw MigrationError("\(file.version)_\(file.name).sql ended the transaction itself; remove its BEGIN/COMMIT")
                 }
-                try History.record(file, success: true, duration: ContinuousClock.now - started, on: connection)
+                try History.markSucceeded(file, duration: ContinuousClock.now - started, on: connection)
             }
         } else {
             try History.record(file, success: false, duration: .zero, on: connection)

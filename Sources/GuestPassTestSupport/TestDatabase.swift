@@ -63,7 +63,7 @@ public struct TestDatabase: Sendable {
 /// Serialises database creation (copying one template) within the test process.
 private actor Registry {
     static let shared = Registry()
-    private var template: String?
+    private var template: Task<String, any Error>?
     private var counter = 0
 
     func create(migrated: Bool) async throws -> TestDatabase {
@@ -83,8 +83,15 @@ private actor Registry {
         )
     }
 
+    /// The migrated template, built once however many tests ask for it at the same time.
     private func migratedTemplate(cluster: String) async throws -> String {
-        if let template { return template }
+        if let template { return try await template.value }
+        let task = Task { try await self.buildTemplate(cluster: cluster) }
+        self.template = task
+        return try await task.value
+    }
+
+    private func buildTemplate(cluster: String) async throws -> String {
         let name = "gp_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
         try await self.run("CREATE DATABASE \"\(name)\"")
         let pool = PostgresPool(configuration: PostgresConfiguration(url: TestDatabase.url(cluster, database: name)))
@@ -93,7 +100,6 @@ private actor Registry {
         let runner = MigrationRunner(pool: pool, logger: logger)
         _ = try await runner.up(core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core), app: nil)
         await pool.shutdown()
-        self.template = name
         return name
     }
 

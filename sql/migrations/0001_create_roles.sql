@@ -9,28 +9,28 @@
 do $$
 begin
     create role anon nologin noinherit nobypassrls;
-exception when duplicate_object then null;
+exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
 end
 $$;
 
 do $$
 begin
     create role authenticated nologin noinherit nobypassrls;
-exception when duplicate_object then null;
+exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
 end
 $$;
 
 do $$
 begin
     create role service_role nologin noinherit nobypassrls;
-exception when duplicate_object then null;
+exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
 end
 $$;
 
 do $$
 begin
     create role guestpass_authenticator login noinherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls;
-exception when duplicate_object then null;
+exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
 end
 $$;
 

@@ -1,0 +1,209 @@
+import CoreMigrations
+import Foundation
+import GuestPassMigrations
+import GuestPassPostgres
+import GuestPassTestSupport
+import Logging
+import Testing
+
+// MARK: - Databases
+
+/// Runs `body` against a fresh, empty database (no migrations) and its owner pool; drops both afterwards.
+func withEmptyDatabase(_ body: (TestDatabase, PostgresPool) async throws -> Void) async throws {
+    let database = try await TestDatabase.create(migrated: false)
+    let pool = database.ownerPool()
+    do {
+        try await body(database, pool)
+    } catch {
+        await pool.shutdown()
+        await database.drop()
+        throw error
+    }
+    await pool.shutdown()
+    await database.drop()
+}
+
+/// Makes sure the cluster-wide roles of the core migrations exist before a test applies the core migrations to an
+/// empty database. Two databases running `0001_create_roles.sql` for the very first time at the same moment race on
+/// `pg_authid` (23505, see the report); building the shared migrated template once, first, avoids that.
+enum CoreRoles {
+    private static let warmUp = Task<Void, any Error> {
+        let database = try await TestDatabase.create(migrated: true)
+        await database.drop()
+    }
+
+    static func ensure() async throws {
+        try await self.warmUp.value
+    }
+}
+
+/// A runner that logs warnings only.
+func makeRunner(_ pool: PostgresPool) -> MigrationRunner {
+    var logger = Logger(label: "test.migrate")
+    logger.logLevel = .warning
+    return MigrationRunner(pool: pool, logger: logger)
+}
+
+func count(_ pool: PostgresPool, _ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> Int {
+    try await pool.execute(sql, parameters).rows[0].decode(Int.self, at: 0)
+}
+
+func historyCount(_ pool: PostgresPool) async throws -> Int {
+    try await count(pool, "select count(*) from guestpass_migrations.history")
+}
+
+func tableExists(_ pool: PostgresPool, _ name: String) async throws -> Bool {
+    try await pool.execute("select to_regclass($1) is not null", [name]).rows[0].decode(Bool.self, at: 0)
+}
+
+/// `sha256:<hex>` of `bytes`, computed by the server (independent of the runner's own digest code).
+func serverChecksum(_ pool: PostgresPool, _ bytes: Data) async throws -> String {
+    try await pool.execute("select 'sha256:' || encode(sha256($1), 'hex')", [bytes]).rows[0].decode(String.self, at: 0)
+}
+
+/// One row of `guestpass_migrations.history`, read straight from the table.
+struct HistoryRow: Sendable {
+    let scope: String
+    let version: String
+    let name: String
+    let checksum: String
+    let transactional: Bool
+    let success: Bool
+    let appliedAt: Date
+    let durationMilliseconds: Int
+}
+
+func historyRows(_ pool: PostgresPool) async throws -> [HistoryRow] {
+    let result = try await pool.execute(
+        """
+        select scope, version, name, checksum, transactional, success, applied_at, duration_ms
+        from guestpass_migrations.history order by scope, version
+        """
+    )
+    return try result.rows.map { row in
+        HistoryRow(
+            scope: try row.decode(at: 0), version: try row.decode(at: 1), name: try row.decode(at: 2),
+            checksum: try row.decode(at: 3), transactional: try row.decode(at: 4), success: try row.decode(at: 5),
+            appliedAt: try row.decode(at: 6), durationMilliseconds: try row.decode(at: 7)
+        )
+    }
+}
+
+func isSHA256Checksum(_ text: String) -> Bool {
+    guard text.hasPrefix("sha256:") else { return false }
+    let hex = text.dropFirst("sha256:".count)
+    return hex.count == 64 && hex.allSatisfy { ("0"..."9").contains($0) || ("a"..."f").contains($0) }
+}
+
+// MARK: - Migration folders
+
+/// A temporary folder of migration files; removed when the value goes away.
+final class MigrationFolder {
+    let url: URL
+
+    init() throws {
+        self.url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("guestpass-migrations-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: self.url)
+    }
+
+    func write(_ fileName: String, _ sql: String) throws {
+        try self.write(fileName, bytes: Data(sql.utf8))
+    }
+
+    func write(_ fileName: String, bytes: Data) throws {
+        try bytes.write(to: self.url.appendingPathComponent(fileName))
+    }
+
+    func bytes(_ fileName: String) throws -> Data {
+        try Data(contentsOf: self.url.appendingPathComponent(fileName))
+    }
+
+    func remove(_ fileName: String) throws {
+        try FileManager.default.removeItem(at: self.url.appendingPathComponent(fileName))
+    }
+
+    func load(_ scope: MigrationScope = .app) throws -> [MigrationFile] {
+        try MigrationFile.load(from: self.url, scope: scope)
+    }
+}
+
+// MARK: - The guestpass binary
+
+struct CommandResult: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    var summary: String { "exit \(self.status)\n--- stdout\n\(self.stdout)\n--- stderr\n\(self.stderr)" }
+}
+
+/// Runs the built `guestpass` binary (`GUESTPASS_BIN`, exported by `./scripts/test`) with `DATABASE_URL` set.
+func runGuestpass(_ arguments: [String], databaseURL: String) async throws -> CommandResult {
+    let environment = ProcessInfo.processInfo.environment
+    let binary = try #require(
+        environment["GUESTPASS_BIN"].flatMap { $0.isEmpty ? nil : $0 },
+        "GUESTPASS_BIN is not set: run the tests with ./scripts/test (it exports the path of the built guestpass binary)"
+    )
+    try #require(FileManager.default.isExecutableFile(atPath: binary), "GUESTPASS_BIN=\(binary) is not an executable file")
+
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("guestpass-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let outURL = scratch.appendingPathComponent("stdout")
+    let errURL = scratch.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL)
+    let err = try FileHandle(forWritingTo: errURL)
+
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    var childEnvironment = environment
+    childEnvironment["DATABASE_URL"] = databaseURL
+    childEnvironment["LOG_LEVEL"] = "warning"
+    process.environment = childEnvironment
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        process.terminationHandler = { _ in continuation.resume() }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    try out.close()
+    try err.close()
+    return CommandResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+        stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self)
+    )
+}
+
+/// One line of `guestpass migrate status`: SCOPE VERSION NAME STATE APPLIED-AT CHECKSUM.
+struct StatusLine: Sendable, Equatable {
+    let scope: String
+    let version: String
+    let name: String
+    let state: String
+    let appliedAt: String
+    let checksum: String
+}
+
+func parseStatus(_ output: String) -> [StatusLine] {
+    output.split(separator: "\n").compactMap { line in
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard fields.count == 6, fields[0] == "core" || fields[0] == "app" else { return nil }
+        return StatusLine(scope: fields[0], version: fields[1], name: fields[2], state: fields[3], appliedAt: fields[4], checksum: fields[5])
+    }
+}
