@@ -13,6 +13,8 @@ public struct AppConfiguration: Sendable {
     public var databasePoolSize: Int = 16
     /// Log level (`LOG_LEVEL`, default info).
     public var logLevel: Logger.Level = .info
+    /// Schemas whose functions `/rest/v1/rpc` exposes (`GUESTPASS_DB_SCHEMAS`, default `public`).
+    public var exposedSchemas: [String] = ["public"]
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
 
@@ -44,6 +46,14 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_POOL_SIZE must be a positive number, got \(size)")
             }
             self.databasePoolSize = value
+        }
+        if let schemas = environment["GUESTPASS_DB_SCHEMAS"], !schemas.isEmpty {
+            let names = schemas.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let reserved: Set<String> = ["auth", "guestpass", "guestpass_server", "guestpass_migrations", "pg_catalog", "information_schema"]
+            guard !names.isEmpty, names.allSatisfy({ !reserved.contains($0) && !$0.hasPrefix("pg_") }) else {
+                throw ConfigurationError("GUESTPASS_DB_SCHEMAS must list app schemas only (not auth, guestpass*, pg_*)")
+            }
+            self.exposedSchemas = names
         }
         if let level = environment["LOG_LEVEL"] {
             guard let value = Logger.Level(rawValue: level.lowercased()) else {

@@ -9,7 +9,7 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
-    let router = buildRouter(pool: pool, tokens: try configuration.tokens)
+    let router = buildRouter(pool: pool, tokens: try configuration.tokens, exposedSchemas: configuration.exposedSchemas)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
@@ -20,12 +20,13 @@ public func buildApplication(
 }
 
 /// Builds the router: every route of the service.
-func buildRouter(pool: PostgresPool, tokens: TokenService) -> Router<AppRequestContext> {
+func buildRouter(pool: PostgresPool, tokens: TokenService, exposedSchemas: [String]) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: APIErrorMiddleware())
     let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
     HealthRoutes(pool: pool).register(on: router)
     AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
+    RPCRoutes(pool: pool, authenticator: authenticator, catalog: FunctionCatalog(pool: pool, schemas: exposedSchemas)).register(on: router)
     return router
 }

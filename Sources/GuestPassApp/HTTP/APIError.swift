@@ -12,6 +12,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     public let message: String
     /// Extra response headers (`Retry-After`, `WWW-Authenticate`).
     public var headers: HTTPFields = [:]
+    /// PostgREST's shape adds `details` and `hint` (the `/rest/v1` routes use it).
+    public var postgrestShape = false
+    public var details: String?
+    public var hint: String?
 
     public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
         self.status = status
@@ -21,7 +25,12 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let data = try JSONEncoder().encode(ErrorBody(code: self.code, message: self.message))
+        let data: Data
+        if self.postgrestShape {
+            data = try JSONEncoder().encode(PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
+        } else {
+            data = try JSONEncoder().encode(ErrorBody(code: self.code, message: self.message))
+        }
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.supabaseErrorCode] = self.code
@@ -52,10 +61,26 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
 }
 
-/// The documented error body.
+/// The documented error body of the auth API.
 struct ErrorBody: Codable {
     let code: String
     let message: String
+}
+
+/// PostgREST's error body: every key present, `null` when empty.
+struct PostgRESTErrorBody: Codable {
+    let code: String
+    let message: String
+    let details: String?
+    let hint: String?
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.code, forKey: .code)
+        try container.encode(self.message, forKey: .message)
+        try container.encode(self.details, forKey: .details)
+        try container.encode(self.hint, forKey: .hint)
+    }
 }
 
 extension HTTPField.Name {

@@ -1,0 +1,106 @@
+import Foundation
+import GuestPassPostgres
+import NIOConcurrencyHelpers
+
+/// A function callable through `/rest/v1/rpc/<name>`, as the catalog describes it.
+struct RPCFunction: Sendable {
+    struct Argument: Sendable {
+        let name: String
+        /// `format_type` of the argument's type, from the catalog (never from a request).
+        let typeName: String
+        let hasDefault: Bool
+    }
+
+    /// How the result is answered (PostgREST's shapes).
+    enum Shape: Sendable {
+        case scalar, row, setOfRows, setOfScalars, void
+    }
+
+    let schema: String
+    let name: String
+    let arguments: [Argument]
+    let shape: Shape
+    /// STABLE or IMMUTABLE: runs in a read-only transaction.
+    let isReadOnly: Bool
+
+    /// The single unnamed json/jsonb argument, which receives the whole body (PostgREST's single-object form).
+    var takesWholeBody: Bool {
+        self.arguments.count == 1 && self.arguments[0].name.isEmpty && ["json", "jsonb"].contains(self.arguments[0].typeName)
+    }
+}
+
+/// The functions of the exposed schemas, read from `pg_proc` and cached. The cache is reloaded after `timeToLive`,
+/// and at once (at most once a second) when a request names a function or signature it does not know, so new and
+/// changed functions are picked up after a migration without a restart.
+final class FunctionCatalog: Sendable {
+    private let pool: PostgresPool
+    let schemas: [String]
+    private let timeToLive: Duration
+    private let state = NIOLockedValueBox<(functions: [String: [RPCFunction]], loadedAt: ContinuousClock.Instant?)>(([:], nil))
+
+    init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30)) {
+        self.pool = pool
+        self.schemas = schemas
+        self.timeToLive = timeToLive
+    }
+
+    /// Every overload of `schema.name`; reloads once if none is known or `mustReload` (a signature did not match).
+    func overloads(schema: String, name: String, mustReload: Bool = false) async throws -> [RPCFunction] {
+        let key = schema + "." + name
+        let (cached, loadedAt) = self.state.withLockedValue { ($0.functions[key], $0.loadedAt) }
+        let now = ContinuousClock.now
+        let stale = loadedAt.map { now - $0 > self.timeToLive } ?? true
+        let mayRetry = loadedAt.map { now - $0 > .seconds(1) } ?? true
+        if let cached, !stale, !mustReload { return cached }
+        if cached == nil || mustReload, !stale, !mayRetry { return cached ?? [] }
+        try await self.reload()
+        return self.state.withLockedValue { $0.functions[key] } ?? []
+    }
+
+    func reload() async throws {
+        let result = try await self.pool.execute(
+            """
+            SELECT n.nspname::text AS schema, p.proname::text AS name, p.provolatile::text AS volatility, p.proretset AS returns_set,
+                   t.typtype::text AS return_kind, t.typname::text AS return_type,
+                   to_json(coalesce(p.proargnames, array[]::text[])) AS arg_names,
+                   to_json(coalesce(p.proargmodes::text[], array[]::text[])) AS arg_modes,
+                   to_json(array(SELECT format_type(a.type, NULL) FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]))
+                                 WITH ORDINALITY AS a(type, position) ORDER BY a.position)) AS arg_types,
+                   p.pronargdefaults AS default_count
+            FROM pg_catalog.pg_proc p
+            JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+            JOIN pg_catalog.pg_type t ON t.oid = p.prorettype
+            WHERE n.nspname = ANY (string_to_array($1, ',')) AND p.prokind = 'f' AND t.typname <> 'trigger'
+            """,
+            [self.schemas.joined(separator: ",")]
+        )
+        var functions: [String: [RPCFunction]] = [:]
+        for row in result.rows {
+            let names = try row.decode(PostgresJSON.self, "arg_names").decode([String].self)
+            let modes = try row.decode(PostgresJSON.self, "arg_modes").decode([String].self)
+            let types = try row.decode(PostgresJSON.self, "arg_types").decode([String].self)
+            let defaults = try row.decode(Int.self, "default_count")
+            var inputs: [(name: String, type: String)] = []
+            for (index, type) in types.enumerated() {
+                let mode = modes.isEmpty ? "i" : modes[index]
+                guard ["i", "b", "v"].contains(mode) else { continue }
+                inputs.append((index < names.count ? names[index] : "", type))
+            }
+            let arguments = inputs.enumerated().map { index, input in
+                RPCFunction.Argument(name: input.name, typeName: input.type, hasDefault: index >= inputs.count - defaults)
+            }
+            let returnsSet = try row.decode(Bool.self, "returns_set")
+            let returnKind = try row.decode(String.self, "return_kind")
+            let returnType = try row.decode(String.self, "return_type")
+            let isRowType = returnKind == "c" || returnType == "record"
+            let shape: RPCFunction.Shape =
+                returnType == "void" ? .void : returnsSet ? (isRowType ? .setOfRows : .setOfScalars) : (isRowType ? .row : .scalar)
+            let function = RPCFunction(
+                schema: try row.decode(String.self, "schema"), name: try row.decode(String.self, "name"), arguments: arguments,
+                shape: shape, isReadOnly: try row.decode(String.self, "volatility") != "v"
+            )
+            functions[function.schema + "." + function.name, default: []].append(function)
+        }
+        self.state.withLockedValue { $0 = (functions, .now) }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import GuestPassPostgres
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
+/// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come
+/// from the API key and token, never from the request.
+struct RPCRoutes: Sendable {
+    let pool: PostgresPool
+    let authenticator: Authenticator
+    let catalog: FunctionCatalog
+
+    func register(on router: Router<AppRequestContext>) {
+        router.post("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
+        router.get("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
+    }
+
+    func call(_ request: Request, _ context: AppRequestContext, readOnlyRequest: Bool) async throws -> Response {
+        var request = request
+        let caller: Caller
+        do {
+            caller = try await self.authenticator.authenticate(request)
+        } catch let error as APIError {
+            var converted = APIError(error.status, code: error.status == .unauthorized ? "PGRST301" : error.code, message: error.message, headers: error.headers)
+            converted.postgrestShape = true
+            throw converted
+        }
+        let name = context.parameters.get("function") ?? ""
+        let schema = try self.schema(for: request, readOnlyRequest: readOnlyRequest)
+        let arguments: [String: JSONValue]
+        if readOnlyRequest {
+            var fromQuery: [String: JSONValue] = [:]
+            for (key, value) in request.uri.queryParameters { fromQuery[String(key)] = .string(String(value)) }
+            arguments = fromQuery
+        } else {
+            arguments = try await request.jsonObject(limit: 1024 * 1024)
+        }
+
+        var function = try self.match(try await self.catalog.overloads(schema: schema, name: name), arguments)
+        if function == nil {
+            function = try self.match(try await self.catalog.overloads(schema: schema, name: name, mustReload: true), arguments)
+        }
+        guard let function else {
+            let names = arguments.keys.sorted().joined(separator: ", ")
+            throw Self.error(
+                .notFound, code: "PGRST202",
+                message: "Could not find the function \(schema).\(name)(\(names)) in the schema cache",
+                hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
+            )
+        }
+        let statement = try Self.statement(for: function, arguments: arguments)
+        let results: [PostgresResult]
+        do {
+            results = try await self.pool.requestTransaction(
+                caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement]
+            )
+        } catch let error as PostgresError where error.kind == .server {
+            throw Self.translate(error, authenticated: caller.token != nil)
+        }
+        if function.shape == .void { return Response(status: .noContent) }
+        let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: body))
+        )
+    }
+
+    /// The schema the request targets: the first exposed schema, or the one named by `Content-Profile` (POST) /
+    /// `Accept-Profile` (GET), which must be exposed.
+    private func schema(for request: Request, readOnlyRequest: Bool) throws -> String {
+        let header = HTTPField.Name(readOnlyRequest ? "Accept-Profile" : "Content-Profile")!
+        guard let requested = request.headers[header] else { return self.catalog.schemas[0] }
+        guard self.catalog.schemas.contains(requested) else {
+            throw Self.error(
+                .notAcceptable, code: "PGRST106", message: "The schema must be one of the following: \(self.catalog.schemas.joined(separator: ", "))"
+            )
+        }
+        return requested
+    }
+
+    /// The one overload whose argument names fit `arguments` (all required ones given, none unknown), or nil.
+    private func match(_ overloads: [RPCFunction], _ arguments: [String: JSONValue]) throws -> RPCFunction? {
+        let fitting = overloads.filter { function in
+            if function.takesWholeBody { return true }
+            let names = Set(function.arguments.map(\.name))
+            guard Set(arguments.keys).isSubset(of: names) else { return false }
+            return function.arguments.allSatisfy { $0.hasDefault || arguments[$0.name] != nil }
+        }
+        return fitting.count == 1 ? fitting[0] : nil
+    }
+
+    /// `SELECT <shape>(schema.fn(name => $1::type, …))`: names and types come from the catalog, values are bound.
+    static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
+        var parameters: [any PostgresEncodable] = []
+        var named: [String] = []
+        if function.takesWholeBody {
+            parameters.append(PostgresJSON(text: JSONValue.object(arguments).jsonText))
+            named.append("$1::\(function.arguments[0].typeName)")
+        } else {
+            for argument in function.arguments {
+                guard let value = arguments[argument.name] else { continue }
+                parameters.append(try self.text(of: value, for: argument))
+                named.append("\(quoted(argument.name)) => $\(parameters.count)::\(argument.typeName)")
+            }
+        }
+        let call = "\(quoted(function.schema)).\(quoted(function.name))(\(named.joined(separator: ", ")))"
+        let sql: String
+        switch function.shape {
+        case .scalar: sql = "SELECT to_json(\(call))::text"
+        case .row: sql = "SELECT to_json(r)::text FROM \(call) AS r"
+        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM \(call) AS r"
+        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
+        case .void: sql = "SELECT \(call)"
+        }
+        return PostgresStatement(sql, parameters)
+    }
+
+    /// The text PostgreSQL parses for `value` as the argument's type.
+    private static func text(of value: JSONValue, for argument: RPCFunction.Argument) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .string(let text): return text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number: return value.jsonText
+        case .object: return value.jsonText
+        case .array(let elements):
+            guard argument.typeName.hasSuffix("[]") else { return value.jsonText }
+            let items = try elements.map { element -> String in
+                switch element {
+                case .null: return "NULL"
+                case .array, .object:
+                    throw error(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
+                default:
+                    let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""
+                    return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+                }
+            }
+            return "{" + items.joined(separator: ",") + "}"
+        }
+    }
+
+    private static func quoted(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func error(_ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil) -> APIError {
+        var error = APIError(status, code: code, message: message)
+        error.postgrestShape = true
+        error.details = details
+        error.hint = hint
+        return error
+    }
+
+    /// PostgREST's SQLSTATE → HTTP mapping, in its error shape.
+    static func translate(_ error: PostgresError, authenticated: Bool) -> APIError {
+        let state = error.sqlState?.rawValue ?? "XX000"
+        let status: HTTPResponse.Status
+        var headers: HTTPFields = [:]
+        switch state {
+        case "42501":
+            status = authenticated ? .forbidden : .unauthorized
+            if !authenticated { headers[.wwwAuthenticate] = "Bearer" }
+        case "23505", "23503", "40001", "40P01": status = .conflict
+        case "25006": status = .methodNotAllowed
+        case "42883", "42P01": status = .notFound
+        case "57014": status = .serviceUnavailable
+        case _ where state.hasPrefix("PT"):
+            status = Int(state.dropFirst(2)).flatMap { (400...599).contains($0) ? HTTPResponse.Status(code: $0) : nil } ?? .badRequest
+        case _ where state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P"):
+            status = .serviceUnavailable
+        case _ where ["22", "23", "42", "P0", "0A", "2B", "2F", "39", "44"].contains(String(state.prefix(2))):
+            status = .badRequest
+        default:
+            status = .internalServerError
+        }
+        var translated = Self.error(status, code: state, message: status == .internalServerError ? "Unexpected failure" : error.message, details: error.detail, hint: error.hint)
+        translated.headers = headers
+        return translated
+    }
+}
