@@ -35,9 +35,16 @@ public struct TestDatabase: Sendable {
         return components.string!
     }
 
-    /// Creates a fresh database: migrated with the core migrations (the default), or empty.
-    public static func create(migrated: Bool = true) async throws -> TestDatabase {
-        try await Registry.shared.create(migrated: migrated)
+    /// Creates a fresh database: migrated with the core migrations (the default), or empty; with `examples`, the
+    /// example app schema (`sql/examples`) is applied too, as `guestpass migrate up --dir sql/examples` does.
+    public static func create(migrated: Bool = true, examples: Bool = false) async throws -> TestDatabase {
+        try await Registry.shared.create(migrated: migrated, examples: examples)
+    }
+
+    /// `sql/examples` of this repository.
+    public static var examplesDirectory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("sql/examples", isDirectory: true)
     }
 
     /// A pool on this database as the login role (what `guestpass serve` uses).
@@ -63,15 +70,15 @@ public struct TestDatabase: Sendable {
 /// Serialises database creation (copying one template) within the test process.
 private actor Registry {
     static let shared = Registry()
-    private var template: Task<String, any Error>?
+    private var templates: [Bool: Task<String, any Error>] = [:]
     private var counter = 0
 
-    func create(migrated: Bool) async throws -> TestDatabase {
+    func create(migrated: Bool, examples: Bool) async throws -> TestDatabase {
         let cluster = try TestDatabase.clusterURL()
         self.counter += 1
         let name = "gp_test_\(getpid())_\(self.counter)_\(UInt32.random(in: 0...UInt32.max))"
         if migrated {
-            let template = try await self.migratedTemplate(cluster: cluster)
+            let template = try await self.migratedTemplate(cluster: cluster, examples: examples)
             try await self.run("CREATE DATABASE \"\(name)\" TEMPLATE \"\(template)\"")
         } else {
             try await self.run("CREATE DATABASE \"\(name)\"")
@@ -84,21 +91,24 @@ private actor Registry {
     }
 
     /// The migrated template, built once however many tests ask for it at the same time.
-    private func migratedTemplate(cluster: String) async throws -> String {
-        if let template { return try await template.value }
-        let task = Task { try await self.buildTemplate(cluster: cluster) }
-        self.template = task
+    private func migratedTemplate(cluster: String, examples: Bool) async throws -> String {
+        if let template = self.templates[examples] { return try await template.value }
+        let task = Task { try await self.buildTemplate(cluster: cluster, examples: examples) }
+        self.templates[examples] = task
         return try await task.value
     }
 
-    private func buildTemplate(cluster: String) async throws -> String {
+    private func buildTemplate(cluster: String, examples: Bool) async throws -> String {
         let name = "gp_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
         try await self.run("CREATE DATABASE \"\(name)\"")
         let pool = PostgresPool(configuration: PostgresConfiguration(url: TestDatabase.url(cluster, database: name)))
         var logger = Logger(label: "test.migrate")
         logger.logLevel = .warning
         let runner = MigrationRunner(pool: pool, logger: logger)
-        _ = try await runner.up(core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core), app: nil)
+        _ = try await runner.up(
+            core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core),
+            app: examples ? try MigrationFile.load(from: TestDatabase.examplesDirectory, scope: .app) : nil
+        )
         await pool.shutdown()
         return name
     }

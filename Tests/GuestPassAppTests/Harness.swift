@@ -23,8 +23,8 @@ struct TestService: Sendable {
     let configuration: AppConfiguration
     let owner: PostgresPool
 
-    static func make(_ adjust: (inout AuthConfiguration) -> Void = { _ in }) async throws -> TestService {
-        let database = try await TestDatabase.create()
+    static func make(examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }) async throws -> TestService {
+        let database = try await TestDatabase.create(examples: examples)
         var auth = AuthConfiguration(signer: JWTSigner(key: try ES256PrivateKey.generate()))
         auth.issuer = "guestpass-test"
         adjust(&auth)

@@ -1,0 +1,196 @@
+import Foundation
+import GuestPassApp
+import GuestPassPostgres
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+/// `/rest/v1/rpc` against the example schema: shapes, tenant isolation through RLS, refused targets, error mapping.
+@Suite struct RPCTests {
+    struct Guest {
+        let id: String
+        let access: String
+    }
+
+    static func guest(_ client: any TestClientProtocol, _ tenant: TestTenant) async throws -> Guest {
+        let session = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+        return Guest(id: try #require(session.user?["id"]?.stringValue), access: try #require(session.string("access_token")))
+    }
+
+    static func rpc(
+        _ client: any TestClientProtocol, _ tenant: TestTenant, _ function: String, _ guest: Guest?, _ body: String = "{}",
+        method: HTTPRequest.Method = .post, headers: HTTPFields = [:]
+    ) async throws -> JSONResponse {
+        try await client.call(
+            method, "/rest/v1/rpc/\(function)", apiKey: tenant.publishableKey, bearer: guest?.access,
+            json: method == .post ? body : nil, headers: headers
+        )
+    }
+
+    @Test func guestsSeeAndChangeOnlyTheirOwnRows() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let tenant = try await service.createTenant()
+
+        try await service.withServer { client in
+            let a = try await Self.guest(client, tenant)
+            let b = try await Self.guest(client, tenant)
+
+            // Shapes: composite → object, setof → array, scalar → bare JSON, jsonb → as is, void → 204.
+            let added = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"palm","p_content":{"lines":3}}"#)
+            #expect(added.status == .ok)
+            #expect(added["user_id"] == .string(a.id))
+            #expect(added["content"] == .object(["lines": .number(3)]))
+            let aReading = try #require(added.string("id"))
+            _ = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face"}"#)
+            let bAdded = try await Self.rpc(client, tenant, "add_reading", b, #"{"p_kind":"coffee","p_content":{"cup":"espresso"}}"#)
+            let bReading = try #require(bAdded.string("id"))
+
+            let list = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: tenant.publishableKey, bearer: a.access, json: "{}")
+            let listed = try JSONValue.parse(list.text)
+            guard case .array(let rows) = listed else { Issue.record("list_readings must answer an array: \(list.text)"); return }
+            #expect(rows.count == 2)
+            #expect(rows.allSatisfy { $0.objectValue?["user_id"] == .string(a.id) })
+
+            let count = try await Self.rpc(client, tenant, "count_readings", a)
+            #expect(count.text == "2")
+            let summary = try await Self.rpc(client, tenant, "readings_summary", a)
+            #expect(summary["total"] == .number(2))
+
+            // Every attempt by A on B's rows fails or does nothing.
+            let foreign = try await Self.rpc(client, tenant, "get_user_readings", a, #"{"p_user_id":"\#(b.id)"}"#)
+            #expect(foreign.status == .forbidden)
+            #expect(foreign.errorCode == "42501")
+            let deleteB = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(bReading)"}"#)
+            #expect(deleteB.status == .noContent)
+            let asB = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face","user_id":"\#(b.id)"}"#)
+            #expect(asB.status == .notFound, "no signature takes a user id: nobody can insert as someone else")
+
+            // GET runs read-only with query-string arguments.
+            let filtered = try await client.call(.get, "/rest/v1/rpc/list_readings?p_kind=palm", apiKey: tenant.publishableKey, bearer: a.access)
+            #expect(filtered.status == .ok)
+            #expect((try JSONValue.parse(filtered.text)).arrayMembers.count == 1)
+            let writeViaGet = try await client.call(.get, "/rest/v1/rpc/add_reading?p_kind=face", apiKey: tenant.publishableKey, bearer: a.access)
+            #expect(writeViaGet.status == .methodNotAllowed)
+
+            let deleteOwn = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(aReading)"}"#)
+            #expect(deleteOwn.status == .noContent)
+            #expect(deleteOwn.text.isEmpty)
+        }
+        // B's row is untouched; A lost only its own deleted reading.
+        #expect(try await service.count("SELECT count(*) FROM public.readings WHERE kind = 'coffee' AND content = '{\"cup\":\"espresso\"}'") == 1)
+        #expect(try await service.count("SELECT count(*) FROM public.readings") == 2)
+    }
+
+    @Test func serviceRoleSeesItsOwnAppOnly() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let x = try await service.createTenant(name: "x")
+        let y = try await service.createTenant(name: "y")
+
+        try await service.withServer { client in
+            for tenant in [x, x, y] {
+                let guest = try await Self.guest(client, tenant)
+                _ = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"face"}"#)
+            }
+            let backendX = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.secretKey, bearer: x.secretKey, json: "{}")
+            #expect(backendX.status == .ok)
+            #expect((try JSONValue.parse(backendX.text)).arrayMembers.count == 2)
+            let backendY = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: y.secretKey, json: "{}")
+            #expect((try JSONValue.parse(backendY.text)).arrayMembers.count == 1)
+            // Anonymous callers get nothing: list_readings is not granted to anon.
+            let anonymous = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.publishableKey, json: "{}")
+            #expect(anonymous.status == .unauthorized)
+        }
+    }
+
+    @Test func internalFunctionsAndSchemasAreUnreachable() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let tenant = try await service.createTenant()
+
+        try await service.withServer { client in
+            let guest = try await Self.guest(client, tenant)
+            let spoof = #"{"setting_name":"request.jwt.claims","new_value":"{\"sub\":\"00000000-0000-4000-8000-000000000000\"}","is_local":true}"#
+            for (function, body) in [
+                ("set_config", spoof), ("current_setting", #"{"setting_name":"request.jwt.claims"}"#), ("pg_sleep", #"{"seconds":1}"#),
+                ("version", "{}"), ("uid", "{}"), ("sign_out", #"{"p_scope":"global"}"#), ("sign_up_guest", "{}"),
+                ("resolve_api_key", #"{"p_key_hash":"x"}"#), ("take_rate_limit", "{}"),
+            ] {
+                let response = try await Self.rpc(client, tenant, function, guest, body)
+                #expect(response.status == .notFound, "\(function) must not be reachable")
+                #expect(response.errorCode == "PGRST202")
+                #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
+            }
+            for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
+                let response = try await Self.rpc(
+                    client, tenant, "uid", guest, headers: [HTTPField.Name("Content-Profile")!: schema]
+                )
+                #expect(response.status == .notAcceptable, "schema \(schema) must not be reachable")
+            }
+            // A function granted only to authenticated, called without a token: 401 with WWW-Authenticate.
+            let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
+            #expect(anonymous.status == .unauthorized)
+            #expect(anonymous.headers[.wwwAuthenticate] != nil)
+            #expect(anonymous.errorCode == "42501")
+            let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
+            #expect(badToken.status == .unauthorized)
+            #expect(badToken.headers[.wwwAuthenticate] != nil)
+        }
+    }
+
+    @Test func errorsUsePostgRESTShapeAndStatus() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let tenant = try await service.createTenant()
+
+        try await service.withServer { client in
+            let guest = try await Self.guest(client, tenant)
+            let custom = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"custom"}"#)
+            #expect(custom.status.code == 402)
+            #expect(custom.errorCode == "PT402")
+            #expect(custom.string("message") == "custom failure")
+            #expect(custom.string("details") == "d")
+            #expect(custom.string("hint") == "h")
+            let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
+            #expect(plain.status == .badRequest)
+            #expect(plain.errorCode == "P0001")
+            #expect(plain.body["details"] == .null)
+            let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
+            #expect(unique.status == .conflict)
+            let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
+            #expect(badUUID.status == .badRequest)
+            #expect(badUUID.errorCode == "22P02")
+            let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
+            #expect(badKind.status == .badRequest)
+            let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
+            #expect(missing.status == .notFound)
+            #expect(missing.errorCode == "PGRST202")
+            let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
+            #expect(notJSON.status == .badRequest)
+            let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
+            #expect(array.status == .badRequest)
+        }
+    }
+
+    @Test func newFunctionsAreCallableWithoutARestart() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let tenant = try await service.createTenant()
+
+        try await service.withServer { client in
+            let guest = try await Self.guest(client, tenant)
+            #expect(try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .notFound)
+            try await service.owner.execute(
+                """
+                CREATE FUNCTION public.echo_twice(p_text text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT p_text || p_text $$;
+                """
+            )
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.echo_twice(text) TO authenticated")
+            try await Task.sleep(for: .milliseconds(1100))
+            let echoed = try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#)
+            #expect(echoed.status == .ok)
+            #expect(echoed.text == #""hihi""#)
+        }
+    }
+}
