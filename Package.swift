@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.20.0"),
     ],
     targets: [
         // MARK: C libraries (system packages; see README for the apt names)
@@ -59,11 +60,31 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        /// Apple DeviceCheck: the client for Apple's two-bits API (and its authorization JWT).
+        .target(
+            name: "GuestPassDeviceCheck",
+            dependencies: [
+                "GuestPassCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// A local stand-in for Apple's DeviceCheck servers (real HTTP, Apple's protocol), for development and tests.
+        .target(
+            name: "GuestPassDeviceCheckStandIn",
+            dependencies: [
+                "GuestPassCrypto",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         /// The HTTP service: `buildApplication` / `buildRouter` and the routes.
         .target(
             name: "GuestPassApp",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -77,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "GuestPassCLI",
             dependencies: [
-                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto",
+                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -109,9 +130,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "GuestPassDeviceCheckTests",
+            dependencies: [
+                "GuestPassDeviceCheck", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "GuestPassAppTests",
             dependencies: [
-                "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport",
+                "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

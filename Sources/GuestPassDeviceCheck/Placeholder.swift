@@ -1,0 +1,1 @@
+// Apple DeviceCheck client (being written)

@@ -1,0 +1,1 @@
+// DeviceCheck stand-in (being written)
