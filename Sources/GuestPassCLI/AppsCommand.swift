@@ -6,8 +6,84 @@ import GuestPassPostgres
 /// `guestpass apps create`: registers an app (a tenant) and prints its two API keys once.
 struct AppsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apps", abstract: "Manage apps and their API keys.", subcommands: [Create.self]
+        commandName: "apps", abstract: "Manage apps, their API keys and settings.",
+        subcommands: [Create.self, Configure.self, GrantCredits.self, SetPremium.self]
     )
+
+    /// `guestpass apps configure`: quota and DeviceCheck settings of one app.
+    struct Configure: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change an app's quota and DeviceCheck settings.")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The app id.") var app: UUID
+        @Option(help: "Free consumptions per day (default 3).") var dailyFree: Int?
+        @Option(help: "Credits of the one-time welcome grant (default 10).") var welcomeCredits: Int?
+        @Option(help: "Apple team id for DeviceCheck.") var devicecheckTeamId: String?
+        @Option(help: "Key id of the DeviceCheck .p8 key.") var devicecheckKeyId: String?
+        @Option(help: "Path of the DeviceCheck .p8 key, readable by the server.") var devicecheckKeyPath: String?
+        @Option(help: "development or production.") var devicecheckEnvironment: String?
+        @Option(help: "A base URL instead of Apple's hosts (the local stand-in).") var devicecheckBaseUrl: String?
+
+        func validate() throws {
+            if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
+            if let value = self.welcomeCredits, value < 0 { throw ValidationError("--welcome-credits must be ≥ 0") }
+            if let value = self.devicecheckEnvironment, !["development", "production"].contains(value) {
+                throw ValidationError("--devicecheck-environment must be development or production")
+            }
+        }
+
+        func run() async throws {
+            let assignments: [(String, (any PostgresEncodable)?)] = [
+                ("daily_free_allowance", self.dailyFree), ("welcome_grant_credits", self.welcomeCredits),
+                ("devicecheck_team_id", self.devicecheckTeamId), ("devicecheck_key_id", self.devicecheckKeyId),
+                ("devicecheck_key_path", self.devicecheckKeyPath), ("devicecheck_environment", self.devicecheckEnvironment),
+                ("devicecheck_base_url", self.devicecheckBaseUrl),
+            ]
+            let chosen = assignments.compactMap { column, value in value.map { (column, $0) } }
+            guard !chosen.isEmpty else { throw ValidationError("nothing to change") }
+            // Column names come from the fixed list above, never from input; values are bound.
+            let sets = chosen.enumerated().map { "\($0.element.0) = $\($0.offset + 2)" }.joined(separator: ", ")
+            let updated = try await withAdminPool(self.database) { pool in
+                try await pool.execute("UPDATE guestpass.apps SET \(sets) WHERE id = $1", [self.app] + chosen.map(\.1)).affectedRows ?? 0
+            }
+            guard updated == 1 else { throw ValidationError("no app with id \(self.app)") }
+            print("Updated app \(self.app.uuidString.lowercased()).")
+        }
+    }
+
+    /// `guestpass apps grant-credits`: adds credits to a user, with a ledger row.
+    struct GrantCredits: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "grant-credits", abstract: "Grant credits to a user (recorded in the ledger).")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The user id.") var user: UUID
+        @Option(help: "How many credits (> 0).") var amount: Int
+        @Option(help: "Why, for the ledger.") var reason: String = "admin_grant"
+
+        func run() async throws {
+            guard self.amount > 0 else { throw ValidationError("--amount must be > 0") }
+            let balance = try await withAdminPool(self.database) { pool in
+                try await pool.execute(
+                    "SELECT guestpass.grant_credits_admin($1, $2, $3)", [self.user, self.amount, self.reason]
+                ).rows[0].decode(Int.self, at: 0)
+            }
+            print("Balance of \(self.user.uuidString.lowercased()): \(balance) credits.")
+        }
+    }
+
+    /// `guestpass apps set-premium`: marks a user premium (unmetered) or not.
+    struct SetPremium: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set-premium", abstract: "Mark a user premium or not.")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The user id.") var user: UUID
+        @Option(help: "true or false.") var premium: Bool
+
+        func run() async throws {
+            let updated = try await withAdminPool(self.database) { pool in
+                try await pool.execute("UPDATE public.users SET is_premium = $2 WHERE id = $1", [self.user, self.premium]).affectedRows ?? 0
+            }
+            guard updated == 1 else { throw ValidationError("no user with id \(self.user)") }
+            print("User \(self.user.uuidString.lowercased()) is\(self.premium ? "" : " not") premium.")
+        }
+    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -24,10 +100,7 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            var configuration = PostgresConfiguration(url: try self.database.resolvedURL())
-            configuration.maxConnections = 1
-            configuration.applicationName = "guestpass-apps"
-            let pool = PostgresPool(configuration: configuration)
+            let pool = try adminPool(self.database)
             let publishable = APIKey.generate(kind: .publishable)
             let secret = APIKey.generate(kind: .secret)
             let name = self.name
@@ -81,4 +154,25 @@ struct APIKey {
 
     var hash: String { Digest.sha256Hex(self.value) }
     var prefix: String { String(self.value.prefix(12)) }
+}
+
+/// A one-connection pool on the owner URL, for administrative commands.
+func adminPool(_ database: DatabaseOptions) throws -> PostgresPool {
+    var configuration = PostgresConfiguration(url: try database.resolvedURL())
+    configuration.maxConnections = 1
+    configuration.applicationName = "guestpass-admin"
+    return PostgresPool(configuration: configuration)
+}
+
+/// Runs `body` with an admin pool and shuts the pool down afterwards.
+func withAdminPool<R: Sendable>(_ database: DatabaseOptions, _ body: (PostgresPool) async throws -> R) async throws -> R {
+    let pool = try adminPool(database)
+    do {
+        let result = try await body(pool)
+        await pool.shutdown()
+        return result
+    } catch {
+        await pool.shutdown()
+        throw error
+    }
 }

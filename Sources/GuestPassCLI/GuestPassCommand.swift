@@ -38,3 +38,7 @@ func bootstrapLogging(label: String) -> Logger {
     logger.logLevel = level
     return logger
 }
+
+extension UUID: @retroactive ExpressibleByArgument {
+    public init?(argument: String) { self.init(uuidString: argument) }
+}

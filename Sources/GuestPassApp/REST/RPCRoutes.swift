@@ -29,7 +29,7 @@ struct RPCRoutes: Sendable {
         }
         let name = context.parameters.get("function") ?? ""
         let schema = try self.schema(for: request, readOnlyRequest: readOnlyRequest)
-        let arguments: [String: JSONValue]
+        var arguments: [String: JSONValue]
         if readOnlyRequest {
             var fromQuery: [String: JSONValue] = [:]
             for (key, value) in request.uri.queryParameters { fromQuery[String(key)] = .string(String(value)) }
@@ -37,10 +37,16 @@ struct RPCRoutes: Sendable {
         } else {
             arguments = try await request.jsonObject(limit: 1024 * 1024)
         }
+        // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
+        let idempotencyKey = request.headers[.idempotencyKey].flatMap { $0.isEmpty || $0.count > 200 ? nil : $0 }
+        let explicitRequestID = arguments["p_request_id"] != nil
 
         var function = try self.match(try await self.catalog.overloads(schema: schema, name: name), arguments)
         if function == nil {
             function = try self.match(try await self.catalog.overloads(schema: schema, name: name, mustReload: true), arguments)
+        }
+        if let idempotencyKey, !explicitRequestID, function?.arguments.contains(where: { $0.name == "p_request_id" }) == true {
+            arguments["p_request_id"] = .string(idempotencyKey)
         }
         guard let function else {
             let names = arguments.keys.sorted().joined(separator: ", ")
@@ -174,6 +180,9 @@ struct RPCRoutes: Sendable {
             status = .badRequest
         default:
             status = .internalServerError
+        }
+        if status == .tooManyRequests, let seconds = error.detail.flatMap({ Int($0) }), seconds > 0 {
+            headers[.retryAfter] = String(seconds)
         }
         var translated = Self.error(status, code: state, message: status == .internalServerError ? "Unexpected failure" : error.message, details: error.detail, hint: error.hint)
         translated.headers = headers
