@@ -174,7 +174,10 @@ select is(
         order by 1
     ),
     array[
+        'guestpass_server.app_devicecheck_settings to authenticated',
         'guestpass_server.current_user_profile to authenticated',
+        'guestpass_server.devicecheck_begin to authenticated',
+        'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.refresh_session to anon',
         'guestpass_server.resolve_api_key to anon',
         'guestpass_server.sign_out to authenticated',
