@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Sign-up throughput: HTTP (wrk → POST /auth/v1/signup on a release build) against pgbench calling
+# public.create_guest_user directly, at the same concurrency, on the same database, for the same time.
+#
+#   ./bench/signup.sh
+#
+# Sets up everything itself and tears it down at exit (also on failure or Ctrl-C): a throwaway
+# cluster in .pg/bench (scripts/pg-cluster), a database, migrations, an app, a signing key, and
+# `guestpass serve` on a free loopback port with GUESTPASS_DB_POOL_SIZE = the concurrency and a
+# sign-up limit too large to trigger. Every request creates a new user + device + session (a fresh
+# v4 device secret per request, bench/signup.lua); every pgbench transaction creates a user + device.
+#
+# Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8),
+# BENCH_THREADS (wrk threads / pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up,
+# default 2, 0 = none), BENCH_CLIENT_IP=vary-ip|fixed-ip (X-Forwarded-For per request: random
+# 10.x.y.z, or none, default vary-ip), BENCH_SKIP_BUILD=1 (use the existing release build),
+# BENCH_KEEP_CLUSTER=1 (keep .pg/bench afterwards). Exit status 1 when a measurement is invalid
+# (errors or non-200 answers); a ratio below the 0.40 target is reported, not an error.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "$ROOT"
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
+GP_LOG_PREFIX=bench
+
+DURATION="${BENCH_DURATION:-10}"
+CONNECTIONS="${BENCH_CONNECTIONS:-8}"
+THREADS="${BENCH_THREADS:-2}"
+WARMUP="${BENCH_WARMUP:-2}"
+CLIENT_IP="${BENCH_CLIENT_IP:-vary-ip}"
+TARGET=0.40
+PGC="$ROOT/scripts/pg-cluster"
+CLUSTER="$ROOT/.pg/bench"
+DB=guestpass_bench
+LOGIN_ROLE=guestpass_authenticator
+
+for n in DURATION CONNECTIONS THREADS WARMUP; do
+  [[ "${!n}" =~ ^[0-9]+$ ]] || gp_die "BENCH_$n must be a whole number"
+done
+if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 300 ]; then gp_die "BENCH_DURATION must be in 1...300"; fi
+if [ "$WARMUP" -gt 60 ]; then gp_die "BENCH_WARMUP must be at most 60"; fi
+if [ "$CONNECTIONS" -lt 1 ] || [ "$CONNECTIONS" -gt 64 ]; then gp_die "BENCH_CONNECTIONS must be in 1...64"; fi
+if [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNECTIONS" ]; then gp_die "BENCH_THREADS must be in 1...BENCH_CONNECTIONS"; fi
+case "$CLIENT_IP" in vary-ip | fixed-ip) ;; *) gp_die "BENCH_CLIENT_IP must be vary-ip or fixed-ip" ;; esac
+
+gp_ensure_apt "${GP_BASE_PACKAGES[@]}" wrk curl
+command -v pgbench >/dev/null || gp_die "pgbench not found (postgresql-client-15)"
+
+# ---- release build (before anything needs tearing down)
+if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+  gp_log "building (swift build -c release)"
+  swift build -c release
+fi
+BIN="$(gp_bin_path -c release)"
+[ -x "$BIN" ] || gp_die "no release guestpass binary at $BIN"
+
+# ---- teardown
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/guestpass-bench.XXXXXX")"
+SERVER_PID=""
+CLUSTER_MADE=0
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ "$CLUSTER_MADE" = 1 ]; then
+    if [ "${BENCH_KEEP_CLUSTER:-0}" = 1 ]; then
+      gp_log "keeping the cluster: $("$PGC" url "$CLUSTER" postgres "$DB" 2>/dev/null || echo "$CLUSTER")"
+    else
+      "$PGC" destroy "$CLUSTER" >/dev/null 2>&1 || gp_log "could not destroy $CLUSTER"
+    fi
+  fi
+  rm -rf -- "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+# ---- cluster, database, migrations, app, key
+"$PGC" destroy "$CLUSTER" >/dev/null
+CLUSTER_MADE=1
+"$PGC" create "$CLUSTER" >/dev/null
+PGPORT_BENCH="$("$PGC" port "$CLUSTER")"
+psql_q "$("$PGC" url "$CLUSTER" postgres postgres)" -c "create database $DB"
+SUPER_URL="$("$PGC" url "$CLUSTER" postgres "$DB")"
+LOGIN_URL="$("$PGC" url "$CLUSTER" "$LOGIN_ROLE" "$DB")"
+DATABASE_URL="$SUPER_URL" "$BIN" migrate up >"$WORK/migrate.log" 2>&1 ||
+  { tail -n 20 "$WORK/migrate.log" >&2; gp_die "guestpass migrate up failed"; }
+DATABASE_URL="$SUPER_URL" "$BIN" apps create --name bench --json >"$WORK/app.json"
+json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/app.json" "$1"; }
+APP_ID="$(json_field app_id)"
+PUBLISHABLE_KEY="$(json_field publishable_key)"
+[[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "apps create printed no app id"
+"$BIN" keys generate --out "$WORK/jwt-signing-key.pem" >/dev/null
+
+# ---- server
+PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+URL="http://127.0.0.1:$PORT"
+gp_log "starting guestpass serve on $URL (pool size $CONNECTIONS)"
+env DATABASE_URL="$LOGIN_URL" GUESTPASS_HOST=127.0.0.1 GUESTPASS_PORT="$PORT" \
+  GUESTPASS_JWT_SIGNING_KEY_FILE="$WORK/jwt-signing-key.pem" GUESTPASS_DB_POOL_SIZE="$CONNECTIONS" \
+  GUESTPASS_TRUSTED_PROXY_HEADER=X-Forwarded-For \
+  GUESTPASS_SIGNUP_BURST=1000000 GUESTPASS_SIGNUP_RATE_PER_HOUR=1000000 \
+  GUESTPASS_APP_SIGNUP_BURST=100000000 GUESTPASS_APP_SIGNUP_RATE_PER_HOUR=100000000 \
+  LOG_LEVEL=warning "$BIN" serve >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+ready=0
+for _ in $(seq 1 300); do # 30 s
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  if curl -fsS -o /dev/null --max-time 2 "$URL/health/ready" 2>/dev/null; then ready=1; break; fi
+  sleep 0.1
+done
+[ "$ready" = 1 ] || { tail -n 30 "$WORK/server.log" >&2; gp_die "the server did not become ready"; }
+
+# One request by hand: it must succeed before anything is measured.
+status="$(curl -sS -o "$WORK/probe.json" -w '%{http_code}' --max-time 10 -X POST "$URL/auth/v1/signup" \
+  -H "apikey: $PUBLISHABLE_KEY" -H "Authorization: Bearer $PUBLISHABLE_KEY" -H 'Content-Type: application/json' \
+  -d "{\"data\":{\"device_id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\"}}")"
+[ "$status" = 200 ] || gp_die "probe sign-up answered $status: $(head -c 300 "$WORK/probe.json")"
+
+# ---- CPU accounting (clock ticks from /proc): the server process, and the cluster's postmaster
+# with its children (live ones directly, exited ones through the postmaster's cutime/cstime).
+TICKS="$(getconf CLK_TCK)"
+PG_MAIN_PID="$(head -n 1 "$CLUSTER/data/postmaster.pid")"
+proc_ticks() { # proc_ticks PID [with-children]
+  local f
+  f="$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null)" || { echo 0; return; }
+  # after "pid (comm) ": field 3 is state, so utime/stime/cutime/cstime are fields 12..15 here
+  if [ "${2:-}" = with-children ]; then
+    awk '{ print $12 + $13 + $14 + $15 }' <<<"$f"
+  else
+    awk '{ print $12 + $13 }' <<<"$f"
+  fi
+}
+pg_ticks() {
+  local total child
+  total="$(proc_ticks "$PG_MAIN_PID" with-children)"
+  for child in $(pgrep -P "$PG_MAIN_PID"); do total=$((total + $(proc_ticks "$child"))); done
+  echo "$total"
+}
+
+# ---- HTTP: wrk
+WRK=(wrk -t "$THREADS" -c "$CONNECTIONS" --timeout 10s -s "$ROOT/bench/signup.lua")
+if [ "$WARMUP" -gt 0 ]; then
+  gp_log "HTTP warm-up: ${WARMUP}s"
+  timeout -k 5 $((WARMUP + 30)) "${WRK[@]}" -d "${WARMUP}s" "$URL" -- "$PUBLISHABLE_KEY" "$CLIENT_IP" >/dev/null
+fi
+gp_log "HTTP: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency POST /auth/v1/signup"
+SRV0="$(proc_ticks "$SERVER_PID")"
+PG0="$(pg_ticks)"
+timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- "$PUBLISHABLE_KEY" "$CLIENT_IP" \
+  | tee "$WORK/wrk.out" >&2
+HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
+HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
+RESULT_LINE="$(grep 'WRK_RESULT' "$WORK/wrk.out" | sed 's/WRK_RESULT/ /')"
+[ -n "$RESULT_LINE" ] || gp_die "wrk printed no result"
+wrk_field() { printf '%s\n' "$RESULT_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+HTTP_REQUESTS="$(wrk_field requests)"
+HTTP_US="$(wrk_field duration_us)"
+HTTP_BAD=$(($(wrk_field non2xx) + $(wrk_field connect) + $(wrk_field read) + $(wrk_field write) + $(wrk_field timeout)))
+P50_US="$(wrk_field p50_us)"
+P90_US="$(wrk_field p90_us)"
+P99_US="$(wrk_field p99_us)"
+MAX_US="$(wrk_field max_us)"
+
+# ---- SQL: pgbench, the same connection count and time, as the login role with anon + app claims
+cat >"$WORK/create_guest_user.sql" <<SQL
+begin;
+select set_config('role', 'anon', true), set_config('request.jwt.claims', '{"role":"anon","app_id":"$APP_ID"}', true);
+select public.create_guest_user(gen_random_uuid());
+commit;
+SQL
+PG_CHILDREN0="$(pgrep -c -P "$PG_MAIN_PID" || true)"
+gp_log "SQL: pgbench -c$CONNECTIONS -j$THREADS -T$DURATION (create_guest_user)"
+timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
+  -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" -f "$WORK/create_guest_user.sql" "$DB" \
+  2>&1 | tee "$WORK/pgbench.out" >&2
+# Exited backends count (through cutime/cstime) only once the postmaster has reaped them.
+for _ in $(seq 1 50); do [ "$(pgrep -c -P "$PG_MAIN_PID" || true)" -le "$PG_CHILDREN0" ] && break; sleep 0.1; done
+sleep 0.2
+SQL_PG_TICKS=$(($(pg_ticks) - PG0 - HTTP_PG_TICKS))
+PG_TPS="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.out" | tail -n 1)"
+PG_TX="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")"
+PG_FAILED="$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")"
+PG_LAT="$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$WORK/pgbench.out")"
+[ -n "$PG_TPS" ] || gp_die "pgbench printed no tps"
+
+# ---- for reference: pgbench on guestpass_server.sign_up_guest, the SQL the HTTP sign-up runs (user,
+# device, session, refresh token, rate-limit buckets), with the server's arguments; soft-fails
+# (n/a) if that internal function's signature changed.
+SIGNUP_TPS=""
+if [ "${BENCH_SIGNUP_SQL:-1}" = 1 ]; then
+  if [ "$CLIENT_IP" = vary-ip ]; then
+    IP_SQL="'10.' || (random() * 255)::int || '.' || (random() * 255)::int || '.' || (1 + random() * 253)::int"
+  else
+    IP_SQL="'127.0.0.1'"
+  fi
+  cat >"$WORK/sign_up_guest.sql" <<SQL
+begin;
+select set_config('role', 'anon', true), set_config('request.jwt.claims', '{"role":"anon","app_id":"$APP_ID"}', true);
+select * from guestpass_server.sign_up_guest(encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), null, '{}'::jsonb, $IP_SQL, 1000000, 1000000 / 3600.0, 100000000, 100000000 / 3600.0, null, gen_random_uuid(), encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'));
+commit;
+SQL
+  gp_log "SQL (reference): pgbench -c$CONNECTIONS -j$THREADS -T$DURATION (guestpass_server.sign_up_guest)"
+  if timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
+    -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" -f "$WORK/sign_up_guest.sql" "$DB" >"$WORK/pgbench-signup.out" 2>&1 &&
+    grep -q '^number of failed transactions: 0 ' "$WORK/pgbench-signup.out"; then
+    SIGNUP_TPS="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench-signup.out" | tail -n 1)"
+  else
+    gp_log "pgbench on sign_up_guest failed (reported as n/a): $(grep -m1 -iE 'error|fatal' "$WORK/pgbench-signup.out" || true)"
+  fi
+fi
+
+# ---- what landed in the database
+COUNTS="$(psql_q "$SUPER_URL" -Atc "select (select count(*) from public.users) || ' users, ' ||
+  (select count(*) from public.devices) || ' devices, ' || (select count(*) from guestpass.sessions) || ' sessions'" 2>/dev/null || echo '?')"
+
+# ---- summary
+python3 - "$HTTP_REQUESTS" "$HTTP_US" "$HTTP_BAD" "$P50_US" "$P90_US" "$P99_US" "$MAX_US" \
+  "$PG_TPS" "${PG_TX:-?}" "${PG_FAILED:-0}" "${PG_LAT:-?}" "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" \
+  "$CLIENT_IP" "$(nproc)" "$COUNTS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" "${SIGNUP_TPS:-}" <<'PY' >&2
+import sys
+(req, us, bad, p50, p90, p99, pmax, pg_tps, pg_tx, pg_failed, pg_lat, target, conns, threads, dur, client_ip, cpus,
+ counts, ticks, http_srv, http_pg, sql_pg, signup_tps) = sys.argv[1:]
+tick_ms = 1000 / int(ticks)
+per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.2f} ms" if n.isdigit() else "?"
+http_rate = int(req) / (int(us) / 1e6)
+ratio = http_rate / float(pg_tps)
+ms = lambda v: f"{int(v) / 1000:.2f} ms"
+signup_ref = (
+    f"pgbench on guestpass_server.sign_up_guest (the SQL behind the HTTP sign-up): {float(signup_tps):.1f} tx/s; "
+    f"HTTP/that = {http_rate / float(signup_tps):.2f}"
+    if signup_tps else "pgbench on guestpass_server.sign_up_guest: n/a"
+)
+verdict = "meets the target" if ratio >= float(target) else "BELOW the target"
+print(f"""
+==== GuestPass sign-up benchmark (release build, {cpus} CPUs, loopback, one database)
+  concurrency        {conns} connections ({threads} wrk threads / pgbench jobs), {dur} s each, server pool {conns}
+  HTTP  sign-up      {http_rate:10.1f} req/s   POST /auth/v1/signup, {req} requests, {bad} errors/non-200 (client IP: {client_ip})
+        latency      p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)}
+        CPU/request  server {per(http_srv, req)}, postgres {per(http_pg, req)}
+  SQL   pgbench      {float(pg_tps):10.1f} tx/s    create_guest_user(gen_random_uuid()) as anon, {pg_tx} tx, {pg_failed} failed, avg {pg_lat} ms
+        CPU/tx       postgres {per(sql_pg, pg_tx)}
+  ratio HTTP/pgbench {ratio:10.2f}         target >= {target}: {verdict}
+  reference          {signup_ref}
+  database           {counts}
+====""")
+PY
+[ "$HTTP_BAD" = 0 ] || gp_die "$HTTP_BAD HTTP requests failed or were not answered 200: the HTTP rate is not a valid measurement"
+[ "${PG_FAILED:-0}" = 0 ] || gp_die "$PG_FAILED pgbench transactions failed"

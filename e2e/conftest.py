@@ -1,0 +1,285 @@
+"""End-to-end fixtures: a fresh database on the test cluster and `guestpass serve` subprocesses.
+
+Environment (exported by scripts/test):
+  GUESTPASS_TEST_DATABASE_URL  superuser URL of the throwaway cluster (db postgres)
+  GUESTPASS_BIN                the built guestpass binary
+Every server listens on 127.0.0.1 only and is killed at teardown (and with this process,
+through PR_SET_PDEATHSIG, should pytest itself be killed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+LOGIN_ROLE = "guestpass_authenticator"
+READY_TIMEOUT = 30.0  # seconds a server gets to answer /health/ready
+HTTP_TIMEOUT = 15.0  # seconds per HTTP request of the tests
+COMMAND_TIMEOUT = 120  # seconds per guestpass / psql command
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A SIGTERM (e.g. from `timeout`) runs the fixture teardowns like Ctrl-C does.
+    def on_term(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _require_env(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        pytest.exit(
+            f"{name} is not set: run the suite through ./scripts/test, or export GUESTPASS_TEST_DATABASE_URL "
+            "(a superuser URL of a scripts/pg-cluster cluster) and GUESTPASS_BIN (the guestpass binary)",
+            returncode=4,
+        )
+    return value
+
+
+def url_for(url: str, user: str, dbname: str) -> str:
+    """`url` with its user and database replaced (host, port and query kept)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    netloc = f"{urllib.parse.quote(user)}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, "/" + dbname, parts.query, ""))
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=COMMAND_TIMEOUT
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} {' '.join(cmd[1:3])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def psql(url: str, sql: str) -> str:
+    return run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", sql]).strip()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def new_device_secret() -> str:
+    return str(uuid.uuid4())
+
+
+# ---------------------------------------------------------------- database
+
+
+@dataclasses.dataclass
+class App:
+    app_id: str
+    name: str
+    publishable_key: str
+    secret_key: str
+
+
+@dataclasses.dataclass
+class Database:
+    super_url: str
+    login_url: str
+    apps: list[App]
+    key_file: Path
+    workdir: Path
+    bin: str
+
+
+@pytest.fixture(scope="session")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
+    admin_url = _require_env("GUESTPASS_TEST_DATABASE_URL")
+    binary = _require_env("GUESTPASS_BIN")
+    if not os.access(binary, os.X_OK):
+        pytest.exit(f"GUESTPASS_BIN={binary} is not an executable", returncode=4)
+    dbname = f"guestpass_py_{os.getpid()}_{secrets.token_hex(3)}"
+    admin_db_url = url_for(admin_url, urllib.parse.urlsplit(admin_url).username or "postgres", "postgres")
+    super_url = url_for(admin_url, urllib.parse.urlsplit(admin_url).username or "postgres", dbname)
+    psql(admin_db_url, f"create database {dbname}")
+    try:
+        run([binary, "migrate", "up"], env={"DATABASE_URL": super_url})
+        apps = [
+            App(**json.loads(run([binary, "apps", "create", "--name", name, "--json"], env={"DATABASE_URL": super_url})))
+            for name in ("pytest-one", "pytest-two")
+        ]
+        workdir = tmp_path_factory.mktemp("guestpass")
+        key_file = workdir / "jwt-signing-key.pem"
+        run([binary, "keys", "generate", "--out", str(key_file)])
+        yield Database(
+            super_url=super_url,
+            login_url=url_for(admin_url, LOGIN_ROLE, dbname),
+            apps=apps,
+            key_file=key_file,
+            workdir=workdir,
+            bin=binary,
+        )
+    finally:
+        try:
+            psql(admin_db_url, f"drop database if exists {dbname} with (force)")
+        except Exception as error:  # noqa: BLE001 - the cluster is throwaway anyway
+            print(f"could not drop {dbname}: {error}")
+
+
+# ---------------------------------------------------------------- servers
+
+
+class Server:
+    """One `guestpass serve` subprocess on 127.0.0.1:<free port>."""
+
+    def __init__(self, db: Database, name: str, env: dict[str, str]):
+        self.db = db
+        self.name = name
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.log_path = db.workdir / f"{name}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Server":
+        last_error = ""
+        for _attempt in range(3):  # a picked port can be taken in between: retry with another
+            self.port = free_port()
+            env = {
+                **os.environ,
+                "DATABASE_URL": self.db.login_url,
+                "GUESTPASS_HOST": "127.0.0.1",
+                "GUESTPASS_PORT": str(self.port),
+                "GUESTPASS_JWT_SIGNING_KEY_FILE": str(self.db.key_file),
+                **self.env,
+            }
+            log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
+            try:
+                self.proc = subprocess.Popen(
+                    [self.db.bin, "serve"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,
+                )
+            finally:
+                log.close()
+            if self._wait_ready():
+                return self
+            last_error = self.log_tail()
+            self.stop()
+        raise RuntimeError(f"guestpass serve ({self.name}) did not become ready:\n{last_error}")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                return False
+            try:
+                if httpx.get(f"{self.url}/health/ready", timeout=2).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+@pytest.fixture(scope="session")
+def start_server(database: Database):
+    """Factory: start_server(name, **env) → a ready Server; all are stopped at session end."""
+    servers: list[Server] = []
+
+    def start(name: str, **env: str) -> Server:
+        server = Server(database, name, env)
+        servers.append(server)
+        return server.start()
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def server(start_server) -> Server:
+    """The main server: a generous per-IP sign-up limit (every test request comes from 127.0.0.1),
+    a custom issuer, and a 3 s refresh-token reuse window."""
+    return start_server(
+        "main",
+        GUESTPASS_SIGNUP_BURST="1000",
+        GUESTPASS_SIGNUP_RATE_PER_HOUR="100000",
+        GUESTPASS_JWT_ISSUER="guestpass-pytest",
+        GUESTPASS_REFRESH_REUSE_WINDOW="3",
+    )
+
+
+@pytest.fixture(scope="session")
+def app(database: Database) -> App:
+    return database.apps[0]
+
+
+@pytest.fixture(scope="session")
+def other_app(database: Database) -> App:
+    return database.apps[1]
+
+
+@pytest.fixture()
+def http() -> httpx.Client:
+    with httpx.Client(timeout=HTTP_TIMEOUT) as client:
+        yield client
+
+
+def api_headers(app: App, **extra: str) -> dict[str, str]:
+    return {"apikey": app.publishable_key, "Authorization": f"Bearer {app.publishable_key}", **extra}
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        # Attach the server logs of the failed test.
+        for name in ("server", "rate_limited_servers"):
+            value = item.funcargs.get(name)
+            for srv in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(srv, Server):
+                    report.sections.append((f"guestpass serve {srv.name} log (tail)", srv.log_tail()))
