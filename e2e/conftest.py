@@ -124,7 +124,8 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
     super_url = url_for(admin_url, urllib.parse.urlsplit(admin_url).username or "postgres", dbname)
     psql(admin_db_url, f"create database {dbname}")
     try:
-        run([binary, "migrate", "up"], env={"DATABASE_URL": super_url})
+        examples = Path(__file__).resolve().parent.parent / "sql" / "examples"
+        run([binary, "migrate", "up", "--dir", str(examples)], env={"DATABASE_URL": super_url})
         apps = [
             App(**json.loads(run([binary, "apps", "create", "--name", name, "--json"], env={"DATABASE_URL": super_url})))
             for name in ("pytest-one", "pytest-two")
