@@ -18,107 +18,19 @@
 # (errors or non-200 answers); a ratio below the 0.40 target is reported, not an error.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-cd "$ROOT"
-# shellcheck source=scripts/lib/common.sh
-. "$ROOT/scripts/lib/common.sh"
-GP_LOG_PREFIX=bench
+# shellcheck source=bench/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
 
-DURATION="${BENCH_DURATION:-10}"
-CONNECTIONS="${BENCH_CONNECTIONS:-8}"
-THREADS="${BENCH_THREADS:-2}"
-WARMUP="${BENCH_WARMUP:-2}"
+bench_read_settings
 CLIENT_IP="${BENCH_CLIENT_IP:-vary-ip}"
 TARGET=0.40
-PGC="$ROOT/scripts/pg-cluster"
-CLUSTER="$ROOT/.pg/bench"
-DB=guestpass_bench
-LOGIN_ROLE=guestpass_authenticator
-
-for n in DURATION CONNECTIONS THREADS WARMUP; do
-  [[ "${!n}" =~ ^[0-9]+$ ]] || gp_die "BENCH_$n must be a whole number"
-done
-if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 300 ]; then gp_die "BENCH_DURATION must be in 1...300"; fi
-if [ "$WARMUP" -gt 60 ]; then gp_die "BENCH_WARMUP must be at most 60"; fi
-if [ "$CONNECTIONS" -lt 1 ] || [ "$CONNECTIONS" -gt 64 ]; then gp_die "BENCH_CONNECTIONS must be in 1...64"; fi
-if [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNECTIONS" ]; then gp_die "BENCH_THREADS must be in 1...BENCH_CONNECTIONS"; fi
 case "$CLIENT_IP" in vary-ip | fixed-ip) ;; *) gp_die "BENCH_CLIENT_IP must be vary-ip or fixed-ip" ;; esac
 
-gp_ensure_apt "${GP_BASE_PACKAGES[@]}" wrk curl
-command -v pgbench >/dev/null || gp_die "pgbench not found (postgresql-client-15)"
-
-# ---- release build (before anything needs tearing down)
-if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
-  gp_log "building (swift build -c release)"
-  swift build -c release
-fi
-BIN="$(gp_bin_path -c release)"
-[ -x "$BIN" ] || gp_die "no release guestpass binary at $BIN"
-
-# ---- teardown
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/guestpass-bench.XXXXXX")"
-SERVER_PID=""
-CLUSTER_MADE=0
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ "$CLUSTER_MADE" = 1 ]; then
-    if [ "${BENCH_KEEP_CLUSTER:-0}" = 1 ]; then
-      gp_log "keeping the cluster: $("$PGC" url "$CLUSTER" postgres "$DB" 2>/dev/null || echo "$CLUSTER")"
-    else
-      "$PGC" destroy "$CLUSTER" >/dev/null 2>&1 || gp_log "could not destroy $CLUSTER"
-    fi
-  fi
-  rm -rf -- "$WORK"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
-
-# ---- cluster, database, migrations, app, key
-"$PGC" destroy "$CLUSTER" >/dev/null
-CLUSTER_MADE=1
-"$PGC" create "$CLUSTER" >/dev/null
-PGPORT_BENCH="$("$PGC" port "$CLUSTER")"
-psql_q "$("$PGC" url "$CLUSTER" postgres postgres)" -c "create database $DB"
-SUPER_URL="$("$PGC" url "$CLUSTER" postgres "$DB")"
-LOGIN_URL="$("$PGC" url "$CLUSTER" "$LOGIN_ROLE" "$DB")"
-DATABASE_URL="$SUPER_URL" "$BIN" migrate up >"$WORK/migrate.log" 2>&1 ||
-  { tail -n 20 "$WORK/migrate.log" >&2; gp_die "guestpass migrate up failed"; }
-DATABASE_URL="$SUPER_URL" "$BIN" apps create --name bench --json >"$WORK/app.json"
-json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/app.json" "$1"; }
-APP_ID="$(json_field app_id)"
-PUBLISHABLE_KEY="$(json_field publishable_key)"
-[[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "apps create printed no app id"
-"$BIN" keys generate --out "$WORK/jwt-signing-key.pem" >/dev/null
-
-# ---- server
-PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-URL="http://127.0.0.1:$PORT"
-gp_log "starting guestpass serve on $URL (pool size $CONNECTIONS)"
-env DATABASE_URL="$LOGIN_URL" GUESTPASS_HOST=127.0.0.1 GUESTPASS_PORT="$PORT" \
-  GUESTPASS_JWT_SIGNING_KEY_FILE="$WORK/jwt-signing-key.pem" GUESTPASS_DB_POOL_SIZE="$CONNECTIONS" \
-  GUESTPASS_TRUSTED_PROXY_HEADER=X-Forwarded-For \
-  GUESTPASS_SIGNUP_BURST=1000000 GUESTPASS_SIGNUP_RATE_PER_HOUR=1000000 \
-  GUESTPASS_APP_SIGNUP_BURST=100000000 GUESTPASS_APP_SIGNUP_RATE_PER_HOUR=100000000 \
-  LOG_LEVEL=warning "$BIN" serve >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-ready=0
-for _ in $(seq 1 300); do # 30 s
-  kill -0 "$SERVER_PID" 2>/dev/null || break
-  if curl -fsS -o /dev/null --max-time 2 "$URL/health/ready" 2>/dev/null; then ready=1; break; fi
-  sleep 0.1
-done
-[ "$ready" = 1 ] || { tail -n 30 "$WORK/server.log" >&2; gp_die "the server did not become ready"; }
+bench_prepare_tools wrk curl
+bench_build
+bench_begin "$ROOT/.pg/bench"
+bench_create_database
+bench_start_server GUESTPASS_TRUSTED_PROXY_HEADER=X-Forwarded-For
 
 # One request by hand: it must succeed before anything is measured.
 status="$(curl -sS -o "$WORK/probe.json" -w '%{http_code}' --max-time 10 -X POST "$URL/auth/v1/signup" \
@@ -126,26 +38,7 @@ status="$(curl -sS -o "$WORK/probe.json" -w '%{http_code}' --max-time 10 -X POST
   -d "{\"data\":{\"device_id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\"}}")"
 [ "$status" = 200 ] || gp_die "probe sign-up answered $status: $(head -c 300 "$WORK/probe.json")"
 
-# ---- CPU accounting (clock ticks from /proc): the server process, and the cluster's postmaster
-# with its children (live ones directly, exited ones through the postmaster's cutime/cstime).
-TICKS="$(getconf CLK_TCK)"
-PG_MAIN_PID="$(head -n 1 "$CLUSTER/data/postmaster.pid")"
-proc_ticks() { # proc_ticks PID [with-children]
-  local f
-  f="$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null)" || { echo 0; return; }
-  # after "pid (comm) ": field 3 is state, so utime/stime/cutime/cstime are fields 12..15 here
-  if [ "${2:-}" = with-children ]; then
-    awk '{ print $12 + $13 + $14 + $15 }' <<<"$f"
-  else
-    awk '{ print $12 + $13 }' <<<"$f"
-  fi
-}
-pg_ticks() {
-  local total child
-  total="$(proc_ticks "$PG_MAIN_PID" with-children)"
-  for child in $(pgrep -P "$PG_MAIN_PID"); do total=$((total + $(proc_ticks "$child"))); done
-  echo "$total"
-}
+bench_cpu_init
 
 # ---- HTTP: wrk
 WRK=(wrk -t "$THREADS" -c "$CONNECTIONS" --timeout 10s -s "$ROOT/bench/signup.lua")
@@ -160,16 +53,7 @@ timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -
   | tee "$WORK/wrk.out" >&2
 HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
 HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
-RESULT_LINE="$(grep 'WRK_RESULT' "$WORK/wrk.out" | sed 's/WRK_RESULT/ /')"
-[ -n "$RESULT_LINE" ] || gp_die "wrk printed no result"
-wrk_field() { printf '%s\n' "$RESULT_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-HTTP_REQUESTS="$(wrk_field requests)"
-HTTP_US="$(wrk_field duration_us)"
-HTTP_BAD=$(($(wrk_field non2xx) + $(wrk_field connect) + $(wrk_field read) + $(wrk_field write) + $(wrk_field timeout)))
-P50_US="$(wrk_field p50_us)"
-P90_US="$(wrk_field p90_us)"
-P99_US="$(wrk_field p99_us)"
-MAX_US="$(wrk_field max_us)"
+bench_wrk_result "$WORK/wrk.out"
 
 # ---- SQL: pgbench, the same connection count and time, as the login role with anon + app claims
 cat >"$WORK/create_guest_user.sql" <<SQL
@@ -178,20 +62,14 @@ select set_config('role', 'anon', true), set_config('request.jwt.claims', '{"rol
 select public.create_guest_user(gen_random_uuid());
 commit;
 SQL
-PG_CHILDREN0="$(pgrep -c -P "$PG_MAIN_PID" || true)"
+PG_CHILDREN0="$(pg_children)"
 gp_log "SQL: pgbench -c$CONNECTIONS -j$THREADS -T$DURATION (create_guest_user)"
 timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
   -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" -f "$WORK/create_guest_user.sql" "$DB" \
   2>&1 | tee "$WORK/pgbench.out" >&2
-# Exited backends count (through cutime/cstime) only once the postmaster has reaped them.
-for _ in $(seq 1 50); do [ "$(pgrep -c -P "$PG_MAIN_PID" || true)" -le "$PG_CHILDREN0" ] && break; sleep 0.1; done
-sleep 0.2
+bench_wait_reaped "$PG_CHILDREN0"
 SQL_PG_TICKS=$(($(pg_ticks) - PG0 - HTTP_PG_TICKS))
-PG_TPS="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.out" | tail -n 1)"
-PG_TX="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")"
-PG_FAILED="$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")"
-PG_LAT="$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$WORK/pgbench.out")"
-[ -n "$PG_TPS" ] || gp_die "pgbench printed no tps"
+bench_pgbench_result "$WORK/pgbench.out"
 
 # ---- for reference: pgbench on guestpass_server.sign_up_guest, the SQL the HTTP sign-up runs (user,
 # device, session, refresh token, rate-limit buckets), with the server's arguments; soft-fails

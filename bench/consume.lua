@@ -1,0 +1,44 @@
+-- wrk script for bench/consume.sh: POST /rest/v1/rpc/consume_quota with body {} as one of the bench's signed-up
+-- users, picked at random per request (as bench/consume.sh's pgbench picks one of its per-user scripts).
+--   wrk ... -s bench/consume.lua URL -- PUBLISHABLE_KEY TOKENS_FILE
+-- TOKENS_FILE is a Lua file that returns the list of access tokens: return { "eyJ…", … }
+
+local thread_count = 0
+
+function setup(thread)
+  thread_count = thread_count + 1
+  thread:set("thread_id", thread_count)
+end
+
+local requests, count
+
+function init(args)
+  local apikey = args[1] or error("usage: -- PUBLISHABLE_KEY TOKENS_FILE")
+  local tokens = dofile(args[2] or error("usage: -- PUBLISHABLE_KEY TOKENS_FILE"))
+  -- One seed per thread (each thread has its own Lua state and would otherwise repeat the others).
+  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919 + math.floor(os.clock() * 1000000))
+  for _ = 1, 10 do math.random() end
+  -- Every request is one of these, formatted once.
+  requests = {}
+  for i, token in ipairs(tokens) do
+    requests[i] = wrk.format("POST", "/rest/v1/rpc/consume_quota", {
+      ["Content-Type"] = "application/json",
+      ["apikey"] = apikey,
+      ["Authorization"] = "Bearer " .. token,
+    }, "{}")
+  end
+  count = #requests
+  if count == 0 then error("no tokens in " .. args[2]) end
+end
+
+function request()
+  return requests[math.random(1, count)]
+end
+
+function done(summary, latency, requests)
+  local errors = summary.errors
+  io.write(string.format(
+    "WRK_RESULT requests=%d duration_us=%d non2xx=%d connect=%d read=%d write=%d timeout=%d p50_us=%d p90_us=%d p99_us=%d max_us=%d\n",
+    summary.requests, summary.duration, errors.status, errors.connect, errors.read, errors.write, errors.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
+end

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# consume_quota throughput: HTTP (wrk → POST /rest/v1/rpc/consume_quota on a release build) against pgbench calling
+# public.consume_quota directly, at the same concurrency, on the same database, for the same time.
+#
+#   ./bench/consume.sh
+#
+# Sets up everything itself and tears it down at exit (also on failure or Ctrl-C), as bench/signup.sh does
+# (bench/lib.sh): a throwaway cluster in .pg/bench-consume, a database, migrations, an app, a signing key, and
+# `guestpass serve` on a free loopback port with GUESTPASS_DB_POOL_SIZE = the concurrency. The app's daily free
+# allowance is set to 1000000000 (`guestpass apps configure --daily-free`), so every consume succeeds (charged:
+# free) and never reaches credits or PT429. BENCH_USERS users (default 4 × BENCH_CONNECTIONS, at most 128, the
+# most scripts pgbench takes) sign up over HTTP first; each consume is by one of them picked at random, so
+# concurrent consumes rarely queue on the same user row (consume_at locks it).
+#
+# HTTP: every request is POST /rest/v1/rpc/consume_quota, body {}, apikey = the publishable key, Authorization =
+# one user's access token (bench/consume.lua). SQL: pgbench as guestpass_authenticator (the server's login role)
+# with one script per user, picked at random (-f file@1 each), each the transaction the server runs for that
+# request: BEGIN; set_config('role', 'authenticated', true), set_config('request.jwt.claims', <the user's token
+# payload, exactly as the server passes it>, true); SELECT public.consume_quota(); COMMIT.
+#
+# Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk threads /
+# pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none), BENCH_USERS (default
+# 4 × BENCH_CONNECTIONS, 1...128), BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_KEEP_CLUSTER=1 (keep
+# .pg/bench-consume afterwards). Exit status 1 when a measurement is invalid (errors, non-200 answers, or fewer
+# consumes recorded in the database than answered); a ratio below the 0.50 target is reported, not an error.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib.sh"
+
+bench_read_settings
+TARGET=0.50
+DEFAULT_USERS=$((4 * CONNECTIONS))
+[ "$DEFAULT_USERS" -le 128 ] || DEFAULT_USERS=128
+USERS="${BENCH_USERS:-$DEFAULT_USERS}"
+if ! [[ "$USERS" =~ ^[0-9]+$ ]] || [ "$USERS" -lt 1 ] || [ "$USERS" -gt 128 ]; then gp_die "BENCH_USERS must be in 1...128"; fi
+
+bench_prepare_tools wrk curl
+bench_build
+bench_begin "$ROOT/.pg/bench-consume"
+bench_create_database
+DATABASE_URL="$SUPER_URL" "$BIN" apps configure --app "$APP_ID" --daily-free 1000000000 >/dev/null
+# shellcheck disable=SC2119
+bench_start_server
+
+# ---- users: sign up over HTTP; their access tokens (for wrk) and their claims (the tokens' payloads, for pgbench)
+gp_log "signing up $USERS users"
+timeout -k 5 120 python3 - "$URL" "$PUBLISHABLE_KEY" "$USERS" "$WORK" <<'PY' ||
+import base64, json, sys, urllib.request, uuid
+url, apikey, users, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+tokens = []
+for i in range(1, users + 1):
+    request = urllib.request.Request(
+        url + "/auth/v1/signup", method="POST",
+        data=json.dumps({"data": {"device_id": str(uuid.uuid4())}}).encode(),
+        headers={"apikey": apikey, "Authorization": "Bearer " + apikey, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        token = json.load(response)["access_token"]
+    tokens.append(token)
+    payload = token.split(".")[1]
+    claims = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+    json.loads(claims)  # a JSON object, passed on byte for byte
+    # pgbench substitutes :name with its variables (client_id, scale, random_seed, default_seed) in scripts.
+    assert not any(":" + v in claims for v in ("client_id", "scale", "random_seed", "default_seed")), claims
+    with open(f"{work}/consume-{i}.sql", "w") as f:
+        f.write("begin;\n"
+                "select set_config('role', 'authenticated', true), "
+                f"set_config('request.jwt.claims', '{claims.replace(chr(39), chr(39) * 2)}', true);\n"
+                "select public.consume_quota();\n"
+                "commit;\n")
+with open(f"{work}/tokens.lua", "w") as f:
+    f.write("return {\n" + "".join(f'  "{t}",\n' for t in tokens) + "}\n")
+PY
+  gp_die "signing up the bench users failed"
+
+# One consume by hand each way: both must succeed before anything is measured.
+status="$(curl -sS -o "$WORK/probe.json" -w '%{http_code}' --max-time 10 -X POST "$URL/rest/v1/rpc/consume_quota" \
+  -H "apikey: $PUBLISHABLE_KEY" -H "Authorization: Bearer $(sed -n '2s/^ *"\(.*\)",$/\1/p' "$WORK/tokens.lua")" \
+  -H 'Content-Type: application/json' -d '{}')"
+if [ "$status" != 200 ] || ! grep -q '"charged" *: *"free"' "$WORK/probe.json"; then
+  gp_die "probe consume answered $status: $(head -c 300 "$WORK/probe.json")"
+fi
+psql_q "$LOGIN_URL" -f "$WORK/consume-1.sql" >"$WORK/probe-sql.out" 2>&1 ||
+  gp_die "probe consume in SQL failed: $(head -c 300 "$WORK/probe-sql.out")"
+
+bench_cpu_init
+consumes() { psql_q "$SUPER_URL" -Atc "select coalesce(sum(free_used + premium_used + credit_used), 0) from guestpass.daily_usage"; }
+rss_kb() { ps -o rss= -p "$SERVER_PID" | tr -d ' '; }
+RSS0="$(rss_kb)"
+
+# ---- HTTP: wrk
+WRK=(wrk -t "$THREADS" -c "$CONNECTIONS" --timeout 10s -s "$ROOT/bench/consume.lua")
+if [ "$WARMUP" -gt 0 ]; then
+  gp_log "HTTP warm-up: ${WARMUP}s"
+  timeout -k 5 $((WARMUP + 30)) "${WRK[@]}" -d "${WARMUP}s" "$URL" -- "$PUBLISHABLE_KEY" "$WORK/tokens.lua" >"$WORK/warmup.out"
+fi
+RSS1="$(rss_kb)"
+C0="$(consumes)"
+gp_log "HTTP: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency POST /rest/v1/rpc/consume_quota ($USERS users)"
+SRV0="$(proc_ticks "$SERVER_PID")"
+PG0="$(pg_ticks)"
+timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- "$PUBLISHABLE_KEY" "$WORK/tokens.lua" \
+  | tee "$WORK/wrk.out" >&2
+HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
+HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
+bench_wrk_result "$WORK/wrk.out"
+RSS2="$(rss_kb)"
+sleep 0.5 # requests wrk left in flight at its stop still finish in the server
+C1="$(consumes)"
+
+# ---- SQL: pgbench, the same connection count and time, as the login role, one script per user
+PGB_SCRIPTS=()
+for i in $(seq 1 "$USERS"); do PGB_SCRIPTS+=(-f "$WORK/consume-$i.sql@1"); done
+PG_CHILDREN0="$(pg_children)"
+PG1="$(pg_ticks)"
+gp_log "SQL: pgbench -c$CONNECTIONS -j$THREADS -T$DURATION (consume_quota as authenticated, $USERS users)"
+timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
+  -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" "${PGB_SCRIPTS[@]}" "$DB" >"$WORK/pgbench.out" 2>&1 ||
+  { cat "$WORK/pgbench.out" >&2; gp_die "pgbench failed"; }
+sed '/^SQL script [0-9]*:/,$d' "$WORK/pgbench.out" >&2 # the summary, without the per-script sections
+bench_wait_reaped "$PG_CHILDREN0"
+SQL_PG_TICKS=$(($(pg_ticks) - PG1))
+bench_pgbench_result "$WORK/pgbench.out"
+C2="$(consumes)"
+
+# ---- summary
+python3 - "$HTTP_REQUESTS" "$HTTP_US" "$HTTP_BAD" "$P50_US" "$P90_US" "$P99_US" "$MAX_US" \
+  "$PG_TPS" "${PG_TX:-0}" "${PG_FAILED:-0}" "${PG_LAT:-?}" "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" \
+  "$(nproc)" "$USERS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" \
+  "$C0" "$C1" "$C2" "$RSS0" "$RSS1" "$RSS2" <<'PY' >&2
+import sys
+(req, us, bad, p50, p90, p99, pmax, pg_tps, pg_tx, pg_failed, pg_lat, target, conns, threads, dur, cpus, users,
+ ticks, http_srv, http_pg, sql_pg, c0, c1, c2, rss0, rss1, rss2) = sys.argv[1:]
+tick_ms = 1000 / int(ticks)
+per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.3f} ms"
+http_rate = int(req) / (int(us) / 1e6)
+ratio = http_rate / float(pg_tps)
+ms = lambda v: f"{int(v) / 1000:.2f} ms"
+mb = lambda kb: f"{int(kb) / 1024:.1f} MB" if kb.isdigit() else "?"
+verdict = "meets the target" if ratio >= float(target) else "BELOW the target"
+print(f"""
+==== GuestPass consume_quota benchmark (release build, {cpus} CPUs, loopback, one database)
+  concurrency        {conns} connections ({threads} wrk threads / pgbench jobs), {dur} s each, server pool {conns}, {users} users
+  HTTP  consume      {http_rate:10.1f} req/s   POST /rest/v1/rpc/consume_quota, {req} requests, {bad} errors/4xx-5xx
+        latency      p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)}
+        CPU/request  server {per(http_srv, req)}, postgres {per(http_pg, req)}
+  SQL   pgbench      {float(pg_tps):10.1f} tx/s    consume_quota() as authenticated, {pg_tx} tx, {pg_failed} failed, avg {pg_lat} ms
+        CPU/tx       postgres {per(sql_pg, pg_tx)}
+  ratio HTTP/pgbench {ratio:10.2f}         target >= {target}: {verdict}
+  database           consumes recorded: {int(c1) - int(c0)} during the HTTP run, {int(c2) - int(c1)} during pgbench
+  server RSS         {mb(rss0)} before warm-up, {mb(rss1)} after, {mb(rss2)} after the HTTP run
+====""")
+PY
+[ "$HTTP_BAD" = 0 ] || gp_die "$HTTP_BAD HTTP requests failed or were answered 4xx/5xx: the HTTP rate is not a valid measurement"
+[ "${PG_FAILED:-0}" = 0 ] || gp_die "$PG_FAILED pgbench transactions failed"
+# Every answered request and every transaction must have consumed (a 200 that charged nothing would not count).
+[ $((C1 - C0)) -ge "$HTTP_REQUESTS" ] || gp_die "only $((C1 - C0)) consumes recorded for $HTTP_REQUESTS HTTP answers"
+[ $((C2 - C1)) -ge "$PG_TX" ] || gp_die "only $((C2 - C1)) consumes recorded for $PG_TX pgbench transactions"

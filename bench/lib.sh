@@ -1,0 +1,186 @@
+# shellcheck shell=bash disable=SC2034  # the variables set here are used by the scripts that source it
+# Shared setup of the benchmarks in bench/ (signup.sh, consume.sh). Source it; do not run it.
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"    # sets ROOT, cd's there, sources scripts/lib/common.sh
+#   bench_read_settings                            # DURATION CONNECTIONS THREADS WARMUP from BENCH_*
+#   bench_prepare_tools wrk curl                   # apt packages + pgbench
+#   bench_build                                    # release build (unless BENCH_SKIP_BUILD=1) → BIN
+#   bench_begin "$ROOT/.pg/bench"                  # WORK dir + teardown trap, for that cluster
+#   bench_create_database                          # cluster, database, migrations, app, signing key
+#   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
+#   bench_cpu_init; proc_ticks PID; pg_ticks       # CPU accounting (clock ticks)
+#   bench_wrk_result FILE                          # parse the WRK_RESULT line of a bench/*.lua script
+#   bench_pgbench_result FILE                      # parse pgbench's summary
+#
+# Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk
+# threads / pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none),
+# BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_KEEP_CLUSTER=1 (keep the cluster afterwards).
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "$ROOT" || exit 1
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
+GP_LOG_PREFIX=bench
+
+PGC="$ROOT/scripts/pg-cluster"
+DB=guestpass_bench
+LOGIN_ROLE=guestpass_authenticator
+
+psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+bench_read_settings() {
+  DURATION="${BENCH_DURATION:-10}"
+  CONNECTIONS="${BENCH_CONNECTIONS:-8}"
+  THREADS="${BENCH_THREADS:-2}"
+  WARMUP="${BENCH_WARMUP:-2}"
+  local n
+  for n in DURATION CONNECTIONS THREADS WARMUP; do
+    [[ "${!n}" =~ ^[0-9]+$ ]] || gp_die "BENCH_$n must be a whole number"
+  done
+  if [ "$DURATION" -lt 1 ] || [ "$DURATION" -gt 300 ]; then gp_die "BENCH_DURATION must be in 1...300"; fi
+  if [ "$WARMUP" -gt 60 ]; then gp_die "BENCH_WARMUP must be at most 60"; fi
+  if [ "$CONNECTIONS" -lt 1 ] || [ "$CONNECTIONS" -gt 64 ]; then gp_die "BENCH_CONNECTIONS must be in 1...64"; fi
+  if [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt "$CONNECTIONS" ]; then gp_die "BENCH_THREADS must be in 1...BENCH_CONNECTIONS"; fi
+}
+
+bench_prepare_tools() {
+  gp_ensure_apt "${GP_BASE_PACKAGES[@]}" "$@"
+  command -v pgbench >/dev/null || gp_die "pgbench not found (postgresql-client-15)"
+}
+
+# The release build, before anything needs tearing down.
+bench_build() {
+  if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
+    gp_log "building (swift build -c release)"
+    swift build -c release
+  fi
+  BIN="$(gp_bin_path -c release)"
+  [ -x "$BIN" ] || gp_die "no release guestpass binary at $BIN"
+}
+
+# ---- teardown: the server, the cluster (unless BENCH_KEEP_CLUSTER=1), the work directory
+SERVER_PID=""
+CLUSTER_MADE=0
+bench_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ "$CLUSTER_MADE" = 1 ]; then
+    if [ "${BENCH_KEEP_CLUSTER:-0}" = 1 ]; then
+      gp_log "keeping the cluster: $("$PGC" url "$CLUSTER" postgres "$DB" 2>/dev/null || echo "$CLUSTER")"
+    else
+      "$PGC" destroy "$CLUSTER" >/dev/null 2>&1 || gp_log "could not destroy $CLUSTER"
+    fi
+  fi
+  [ -n "${WORK:-}" ] && rm -rf -- "$WORK"
+  exit "$rc"
+}
+
+bench_begin() { # bench_begin CLUSTER_DIR
+  CLUSTER="$1"
+  WORK="$(mktemp -d "${TMPDIR:-/tmp}/guestpass-bench.XXXXXX")"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+# ---- cluster, database, migrations, app, key → PGPORT_BENCH SUPER_URL LOGIN_URL APP_ID PUBLISHABLE_KEY
+bench_create_database() {
+  "$PGC" destroy "$CLUSTER" >/dev/null
+  CLUSTER_MADE=1
+  "$PGC" create "$CLUSTER" >/dev/null
+  PGPORT_BENCH="$("$PGC" port "$CLUSTER")"
+  psql_q "$("$PGC" url "$CLUSTER" postgres postgres)" -c "create database $DB"
+  SUPER_URL="$("$PGC" url "$CLUSTER" postgres "$DB")"
+  LOGIN_URL="$("$PGC" url "$CLUSTER" "$LOGIN_ROLE" "$DB")"
+  DATABASE_URL="$SUPER_URL" "$BIN" migrate up >"$WORK/migrate.log" 2>&1 ||
+    { tail -n 20 "$WORK/migrate.log" >&2; gp_die "guestpass migrate up failed"; }
+  DATABASE_URL="$SUPER_URL" "$BIN" apps create --name bench --json >"$WORK/app.json"
+  APP_ID="$(bench_json_field "$WORK/app.json" app_id)"
+  PUBLISHABLE_KEY="$(bench_json_field "$WORK/app.json" publishable_key)"
+  [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "apps create printed no app id"
+  "$BIN" keys generate --out "$WORK/jwt-signing-key.pem" >/dev/null
+}
+
+bench_json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+# ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger;
+# extra NAME=value arguments go into its environment.
+# shellcheck disable=SC2120
+bench_start_server() {
+  PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  URL="http://127.0.0.1:$PORT"
+  gp_log "starting guestpass serve on $URL (pool size $CONNECTIONS)"
+  env DATABASE_URL="$LOGIN_URL" GUESTPASS_HOST=127.0.0.1 GUESTPASS_PORT="$PORT" \
+    GUESTPASS_JWT_SIGNING_KEY_FILE="$WORK/jwt-signing-key.pem" GUESTPASS_DB_POOL_SIZE="$CONNECTIONS" \
+    GUESTPASS_SIGNUP_BURST=1000000 GUESTPASS_SIGNUP_RATE_PER_HOUR=1000000 \
+    GUESTPASS_APP_SIGNUP_BURST=100000000 GUESTPASS_APP_SIGNUP_RATE_PER_HOUR=100000000 \
+    LOG_LEVEL=warning "$@" "$BIN" serve >"$WORK/server.log" 2>&1 &
+  SERVER_PID=$!
+  local ready=0
+  for _ in $(seq 1 300); do # 30 s
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    if curl -fsS -o /dev/null --max-time 2 "$URL/health/ready" 2>/dev/null; then ready=1; break; fi
+    sleep 0.1
+  done
+  [ "$ready" = 1 ] || { tail -n 30 "$WORK/server.log" >&2; gp_die "the server did not become ready"; }
+}
+
+# ---- CPU accounting (clock ticks from /proc): the server process, and the cluster's postmaster
+# with its children (live ones directly, exited ones through the postmaster's cutime/cstime).
+bench_cpu_init() {
+  TICKS="$(getconf CLK_TCK)"
+  PG_MAIN_PID="$(head -n 1 "$CLUSTER/data/postmaster.pid")"
+}
+proc_ticks() { # proc_ticks PID [with-children]
+  local f
+  f="$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null)" || { echo 0; return; }
+  # after "pid (comm) ": field 3 is state, so utime/stime/cutime/cstime are fields 12..15 here
+  if [ "${2:-}" = with-children ]; then
+    awk '{ print $12 + $13 + $14 + $15 }' <<<"$f"
+  else
+    awk '{ print $12 + $13 }' <<<"$f"
+  fi
+}
+pg_ticks() {
+  local total child
+  total="$(proc_ticks "$PG_MAIN_PID" with-children)"
+  for child in $(pgrep -P "$PG_MAIN_PID"); do total=$((total + $(proc_ticks "$child"))); done
+  echo "$total"
+}
+pg_children() { pgrep -c -P "$PG_MAIN_PID" || true; }
+# Exited backends count (through cutime/cstime) only once the postmaster has reaped them.
+bench_wait_reaped() { # bench_wait_reaped CHILDREN_BEFORE
+  for _ in $(seq 1 50); do [ "$(pg_children)" -le "$1" ] && break; sleep 0.1; done
+  sleep 0.2
+}
+
+# ---- results
+# The WRK_RESULT line the bench/*.lua scripts print in done() → HTTP_REQUESTS HTTP_US HTTP_BAD P50_US P90_US
+# P99_US MAX_US.
+bench_wrk_result() { # bench_wrk_result FILE
+  RESULT_LINE="$(grep 'WRK_RESULT' "$1" | sed 's/WRK_RESULT/ /')"
+  [ -n "$RESULT_LINE" ] || gp_die "wrk printed no result"
+  HTTP_REQUESTS="$(wrk_field requests)"
+  HTTP_US="$(wrk_field duration_us)"
+  HTTP_BAD=$(($(wrk_field non2xx) + $(wrk_field connect) + $(wrk_field read) + $(wrk_field write) + $(wrk_field timeout)))
+  P50_US="$(wrk_field p50_us)"
+  P90_US="$(wrk_field p90_us)"
+  P99_US="$(wrk_field p99_us)"
+  MAX_US="$(wrk_field max_us)"
+}
+wrk_field() { printf '%s\n' "$RESULT_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# pgbench's summary → PG_TPS PG_TX PG_FAILED PG_LAT (per-script sections are indented and not matched).
+bench_pgbench_result() { # bench_pgbench_result FILE
+  PG_TPS="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$1" | tail -n 1)"
+  PG_TX="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1")"
+  PG_FAILED="$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$1")"
+  PG_LAT="$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$1")"
+  [ -n "$PG_TPS" ] || gp_die "pgbench printed no tps"
+}
