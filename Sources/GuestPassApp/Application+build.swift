@@ -9,7 +9,10 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
-    let router = buildRouter(pool: pool, tokens: try configuration.tokens, exposedSchemas: configuration.exposedSchemas)
+    let router = buildRouter(
+        pool: pool, tokens: try configuration.tokens, exposedSchemas: configuration.exposedSchemas,
+        deviceCheck: DeviceCheckClients(logger: logger), afterAppleUpdate: configuration.afterAppleUpdate
+    )
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
@@ -20,7 +23,10 @@ public func buildApplication(
 }
 
 /// Builds the router: every route of the service.
-func buildRouter(pool: PostgresPool, tokens: TokenService, exposedSchemas: [String]) -> Router<AppRequestContext> {
+func buildRouter(
+    pool: PostgresPool, tokens: TokenService, exposedSchemas: [String], deviceCheck: DeviceCheckClients,
+    afterAppleUpdate: @escaping @Sendable () async throws -> Void
+) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: APIErrorMiddleware())
@@ -28,5 +34,7 @@ func buildRouter(pool: PostgresPool, tokens: TokenService, exposedSchemas: [Stri
     HealthRoutes(pool: pool).register(on: router)
     AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: FunctionCatalog(pool: pool, schemas: exposedSchemas)).register(on: router)
+    DeviceCheckGrantRoutes(pool: pool, authenticator: authenticator, clients: deviceCheck, afterAppleUpdate: afterAppleUpdate)
+        .register(on: router)
     return router
 }

@@ -1,1 +1,0 @@
-// Apple DeviceCheck client (being written)

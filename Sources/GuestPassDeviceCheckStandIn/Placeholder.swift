@@ -1,1 +1,0 @@
-// DeviceCheck stand-in (being written)
