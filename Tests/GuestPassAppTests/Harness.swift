@@ -20,7 +20,7 @@ struct TestTenant: Sendable {
 /// A migrated throwaway database, tenants in it, and the configuration to serve it.
 struct TestService: Sendable {
     let database: TestDatabase
-    let configuration: AppConfiguration
+    var configuration: AppConfiguration
     let owner: PostgresPool
 
     static func make(examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }) async throws -> TestService {
