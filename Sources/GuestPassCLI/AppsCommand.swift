@@ -100,11 +100,10 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let pool = try adminPool(self.database)
             let publishable = APIKey.generate(kind: .publishable)
             let secret = APIKey.generate(kind: .secret)
             let name = self.name
-            let appID: UUID = try await pool.withConnection { connection in
+            let appID: UUID = try await withAdminPool(self.database) { pool in try await pool.withConnection { connection in
                 try await connection.run { connection in
                     try connection.transaction { connection in
                         let id: UUID = try connection.execute(
@@ -119,8 +118,7 @@ struct AppsCommand: AsyncParsableCommand {
                         return id
                     }
                 }
-            }
-            await pool.shutdown()
+            } }
             if self.json {
                 let object = ["app_id": appID.uuidString.lowercased(), "name": name, "publishable_key": publishable.value, "secret_key": secret.value]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -157,16 +155,21 @@ struct APIKey {
 }
 
 /// A one-connection pool on the owner URL, for administrative commands.
-func adminPool(_ database: DatabaseOptions) throws -> PostgresPool {
+func adminConfiguration(_ database: DatabaseOptions) throws -> PostgresConfiguration {
     var configuration = PostgresConfiguration(url: try database.resolvedURL())
     configuration.maxConnections = 1
     configuration.applicationName = "guestpass-admin"
-    return PostgresPool(configuration: configuration)
+    return configuration
 }
 
 /// Runs `body` with an admin pool and shuts the pool down afterwards.
 func withAdminPool<R: Sendable>(_ database: DatabaseOptions, _ body: (PostgresPool) async throws -> R) async throws -> R {
-    let pool = try adminPool(database)
+    try await withPool(try adminConfiguration(database), body)
+}
+
+/// Runs `body` with a pool for `configuration`, shutting it down afterwards whatever happens.
+func withPool<R: Sendable>(_ configuration: PostgresConfiguration, _ body: (PostgresPool) async throws -> R) async throws -> R {
+    let pool = PostgresPool(configuration: configuration)
     do {
         let result = try await body(pool)
         await pool.shutdown()

@@ -24,22 +24,14 @@ struct MigrateCommand: AsyncParsableCommand {
             return (core, app)
         }
 
-        func withRunner<R>(_ body: (MigrationRunner) async throws -> R) async throws -> R {
+        func withRunner<R: Sendable>(_ body: (MigrationRunner) async throws -> R) async throws -> R {
             var configuration = PostgresConfiguration(url: try self.database.resolvedURL())
             configuration.maxConnections = 1
             configuration.applicationName = "guestpass-migrate"
             configuration.statementTimeout = .seconds(3600)
             configuration.ioTimeout = .seconds(3700)
-            let pool = PostgresPool(configuration: configuration)
-            let runner = MigrationRunner(pool: pool, logger: bootstrapLogging(label: "guestpass.migrate"))
-            do {
-                let result = try await body(runner)
-                await pool.shutdown()
-                return result
-            } catch {
-                await pool.shutdown()
-                throw error
-            }
+            let logger = bootstrapLogging(label: "guestpass.migrate")
+            return try await withPool(configuration) { pool in try await body(MigrationRunner(pool: pool, logger: logger)) }
         }
     }
 
