@@ -28,7 +28,7 @@ func buildRouter(
     afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
-    router.add(middleware: LogRequestsMiddleware(.debug))
+    router.add(middleware: RequestLogMiddleware(level: .debug))
     router.add(middleware: APIErrorMiddleware())
     let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
     HealthRoutes(pool: pool).register(on: router)
