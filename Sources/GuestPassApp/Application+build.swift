@@ -9,10 +9,12 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
+    let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas)
     let router = buildRouter(
-        pool: pool, tokens: try configuration.tokens, exposedSchemas: configuration.exposedSchemas,
+        pool: pool, tokens: try configuration.tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), afterAppleUpdate: configuration.afterAppleUpdate
     )
+    catalog.reloadOnHangup(logger: logger)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
@@ -24,7 +26,7 @@ public func buildApplication(
 
 /// Builds the router: every route of the service.
 func buildRouter(
-    pool: PostgresPool, tokens: TokenService, exposedSchemas: [String], deviceCheck: DeviceCheckClients,
+    pool: PostgresPool, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients,
     afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
@@ -33,7 +35,7 @@ func buildRouter(
     let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
     HealthRoutes(pool: pool).register(on: router)
     AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
-    RPCRoutes(pool: pool, authenticator: authenticator, catalog: FunctionCatalog(pool: pool, schemas: exposedSchemas)).register(on: router)
+    RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
     DeviceCheckGrantRoutes(pool: pool, authenticator: authenticator, clients: deviceCheck, afterAppleUpdate: afterAppleUpdate)
         .register(on: router)
     return router

@@ -193,4 +193,32 @@ import Testing
             #expect(echoed.text == #""hihi""#)
         }
     }
+
+    /// A function replaced with another result shape is seen at once after SIGHUP (a reload signal).
+    @Test func hangupReloadsChangedSignatures() async throws {
+        let service = try await TestService.make(examples: true)
+        defer { Task { await service.tearDown() } }
+        let tenant = try await service.createTenant()
+
+        try await service.withServer { client in
+            let guest = try await Self.guest(client, tenant)
+            try await service.owner.execute("CREATE FUNCTION public.shape_probe() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 7 $$")
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated")
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await Self.rpc(client, tenant, "shape_probe", guest).text == "7")
+            try await service.owner.withConnection { connection in
+                try await connection.executeScript(
+                    """
+                    DROP FUNCTION public.shape_probe();
+                    CREATE FUNCTION public.shape_probe() RETURNS TABLE (n integer) LANGUAGE sql STABLE AS $$ SELECT 7 $$;
+                    GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated;
+                    """
+                )
+            }
+            kill(getpid(), SIGHUP)
+            try await Task.sleep(for: .milliseconds(500))
+            let reshaped = try await Self.rpc(client, tenant, "shape_probe", guest)
+            #expect(reshaped.text == #"[{"n":7}]"#, "got \(reshaped.status): \(reshaped.text)")
+        }
+    }
 }

@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import GuestPassPostgres
+import Logging
 import NIOConcurrencyHelpers
 
 /// A function callable through `/rest/v1/rpc/<name>`, as the catalog describes it.
@@ -30,8 +32,8 @@ struct RPCFunction: Sendable {
 }
 
 /// The functions of the exposed schemas, read from `pg_proc` and cached. The cache is reloaded after `timeToLive`,
-/// and at once (at most once a second) when a request names a function or signature it does not know, so new and
-/// changed functions are picked up after a migration without a restart.
+/// at once (at most once a second) when a request names a function or signature it does not know, and on SIGHUP,
+/// so new and changed functions are picked up after a migration without a restart.
 final class FunctionCatalog: Sendable {
     private let pool: PostgresPool
     let schemas: [String]
@@ -55,6 +57,11 @@ final class FunctionCatalog: Sendable {
         if cached == nil || mustReload, !stale, !mayRetry { return cached ?? [] }
         try await self.reload()
         return self.state.withLockedValue { $0.functions[key] } ?? []
+    }
+
+    /// `kill -HUP <pid>` reloads the cache at once (after a migration changed a function's signature or result).
+    func reloadOnHangup(logger: Logger) {
+        HangupBroadcaster.shared.register(self, logger: logger)
     }
 
     func reload() async throws {
@@ -92,7 +99,8 @@ final class FunctionCatalog: Sendable {
             let returnsSet = try row.decode(Bool.self, "returns_set")
             let returnKind = try row.decode(String.self, "return_kind")
             let returnType = try row.decode(String.self, "return_type")
-            let isRowType = returnKind == "c" || returnType == "record"
+            // RETURNS TABLE with one column has that column's type as its result type, but answers rows.
+            let isRowType = returnKind == "c" || returnType == "record" || modes.contains("t")
             let shape: RPCFunction.Shape =
                 returnType == "void" ? .void : returnsSet ? (isRowType ? .setOfRows : .setOfScalars) : (isRowType ? .row : .scalar)
             let function = RPCFunction(
@@ -102,5 +110,48 @@ final class FunctionCatalog: Sendable {
             functions[function.schema + "." + function.name, default: []].append(function)
         }
         self.state.withLockedValue { $0 = (functions, .now) }
+    }
+}
+
+/// One SIGHUP handler per process, reloading every live catalog (a process may build several applications, e.g. tests).
+///
+/// `@unchecked Sendable`: its state is only touched under `lock`.
+private final class HangupBroadcaster: @unchecked Sendable {
+    static let shared = HangupBroadcaster()
+
+    private struct Entry {
+        weak var catalog: FunctionCatalog?
+        let logger: Logger
+    }
+
+    private let lock = NIOLock()
+    private var entries: [Entry] = []
+    private var source: (any DispatchSourceSignal)?
+
+    func register(_ catalog: FunctionCatalog, logger: Logger) {
+        self.lock.withLock {
+            self.entries.removeAll { $0.catalog == nil }
+            self.entries.append(Entry(catalog: catalog, logger: logger))
+            guard self.source == nil else { return }
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+            source.setEventHandler { [weak self] in self?.reloadAll() }
+            source.resume()
+            self.source = source
+        }
+    }
+
+    private func reloadAll() {
+        let live = self.lock.withLock { self.entries.compactMap { entry in entry.catalog.map { ($0, entry.logger) } } }
+        for (catalog, logger) in live {
+            Task {
+                do {
+                    try await catalog.reload()
+                    logger.info("function catalog reloaded (SIGHUP)")
+                } catch {
+                    logger.warning("function catalog reload failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 }

@@ -115,8 +115,9 @@ struct RPCRoutes: Sendable {
         let sql: String
         switch function.shape {
         case .scalar: sql = "SELECT to_json(\(call))::text"
-        case .row: sql = "SELECT to_json(r)::text FROM \(call) AS r"
-        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM \(call) AS r"
+        // The subquery makes `r` a row even for a one-column RETURNS TABLE (whose result type is that column's).
+        case .row: sql = "SELECT to_json(r)::text FROM (SELECT * FROM \(call)) AS r"
+        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM (SELECT * FROM \(call)) AS r"
         case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
         case .void: sql = "SELECT \(call)"
         }
