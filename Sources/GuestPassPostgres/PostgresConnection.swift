@@ -25,6 +25,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Set when the connection failed at the protocol or socket level; it must not be reused.
     public private(set) var isBroken = false
     private var traceFile: UnsafeMutablePointer<FILE>?
+    /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` statements.
+    private var preparedStatements: [String: String] = [:]
+    /// At most this many statements are kept prepared per session.
+    static let preparedStatementLimit = 256
 
     /// Connects (blocking) to the server described by `configuration`.
     public init(configuration: PostgresConfiguration) throws {
@@ -114,18 +118,49 @@ public final class PostgresConnection: @unchecked Sendable {
         let pointer = self.handle.pointer
         let deadline = ContinuousClock.now + self.ioTimeout
         guard PQenterPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not enter pipeline mode") }
+        // Each queued command yields results then a NULL; a prepare is a command of its own.
+        enum Slot {
+            case statement
+            case prepare(sql: String, name: String)
+        }
+        var slots: [Slot] = []
+        var preparingNow: [String: String] = [:]
         for statement in statements {
-            let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
-                PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
+            let sent = withParameters(statement.parameters) { count, types, values, lengths, formats -> Int32 in
+                guard statement.reusesPlan else {
+                    return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
+                }
+                var name = self.preparedStatements[statement.sql] ?? preparingNow[statement.sql]
+                if name == nil, self.preparedStatements.count + preparingNow.count < Self.preparedStatementLimit {
+                    let newName = "gp_\(self.preparedStatements.count + preparingNow.count)"
+                    guard PQsendPrepare(pointer, newName, statement.sql, count, types) == 1 else { return 0 }
+                    slots.append(.prepare(sql: statement.sql, name: newName))
+                    preparingNow[statement.sql] = newName
+                    name = newName
+                }
+                guard let name else { return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0) }
+                return PQsendQueryPrepared(pointer, name, count, values, lengths, formats, 0)
             }
             guard sent == 1 else { throw self.fail(.protocolViolation, "could not queue statement in pipeline") }
+            slots.append(.statement)
         }
         guard PQpipelineSync(pointer) == 1 else { throw self.fail(.protocolViolation, "could not send pipeline sync") }
         try self.flush(deadline: deadline)
 
         var results: [PostgresResult] = []
         var firstError: PostgresError?
-        for _ in statements {
+        for slot in slots {
+            if case .prepare(let sql, let name) = slot {
+                while let result = try self.nextResult(deadline: deadline) {
+                    switch PQresultStatus(result) {
+                    case PGRES_COMMAND_OK: self.preparedStatements[sql] = name
+                    case PGRES_FATAL_ERROR: firstError = firstError ?? Self.serverError(result)
+                    default: break
+                    }
+                    PQclear(result)
+                }
+                continue
+            }
             while let result = try self.nextResult(deadline: deadline) {
                 switch PQresultStatus(result) {
                 case PGRES_PIPELINE_ABORTED:

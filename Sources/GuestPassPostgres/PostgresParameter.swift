@@ -107,13 +107,18 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 public struct PostgresStatement: Sendable {
     public let sql: String
     public let parameters: [PostgresParameter]
+    /// Whether a pipeline may prepare the statement once per connection and reuse its plan (for statements a
+    /// service runs again and again; parameter types are fixed by the first use).
+    public var reusesPlan: Bool
 
     /// - Parameters:
     ///   - sql: SQL text with `$1`… placeholders; never interpolate values into it.
     ///   - parameters: the values for the placeholders, in order.
-    public init(_ sql: String, _ parameters: [any PostgresEncodable] = []) {
+    ///   - reusesPlan: prepare once per connection and reuse (see `reusesPlan`).
+    public init(_ sql: String, _ parameters: [any PostgresEncodable] = [], reusesPlan: Bool = false) {
         self.sql = sql
         self.parameters = parameters.map(\.postgresParameter)
+        self.reusesPlan = reusesPlan
     }
 }
 

@@ -29,12 +29,12 @@ extension PostgresConnection {
     ) throws -> [PostgresResult] {
         let framed =
             [
-                PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN"),
+                PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true),
                 PostgresStatement(
                     "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
-                    [identity.role.rawValue, identity.claimsJSON]
+                    [identity.role.rawValue, identity.claimsJSON], reusesPlan: true
                 ),
-            ] + statements + [PostgresStatement("COMMIT")]
+            ] + statements + [PostgresStatement("COMMIT", reusesPlan: true)]
         let results = try self.pipeline(framed)
         return Array(results.dropFirst(2).dropLast())
     }

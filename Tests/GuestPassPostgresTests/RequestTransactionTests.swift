@@ -73,4 +73,31 @@ import Testing
         // 6 statements: BEGIN, settings, 3 of work, COMMIT.
         #expect(zip(directions, names).filter { $0 == "F" && $1 == "Execute" }.count == 6)
     }
+
+    /// Statements marked `reusesPlan` (the framing ones among them) are parsed once per connection: the second
+    /// request sends no Parse for them.
+    @Test func framingStatementsArePreparedOncePerConnection() async throws {
+        let database = try await TestDatabase.create()
+        let pool = database.loginPool(maxConnections: 1)
+        defer { Task { await pool.shutdown(); await database.drop() } }
+
+        let tracePath = FileManager.default.temporaryDirectory.appendingPathComponent("gp-trace-\(UUID()).log").path
+        defer { try? FileManager.default.removeItem(atPath: tracePath) }
+        let identity = RequestIdentity(role: .authenticated, claimsJSON: Self.claims)
+        let work = [PostgresStatement("SELECT auth.uid()", reusesPlan: true), PostgresStatement("SELECT $1::int8 * 2", [21])]
+        try await pool.withConnection { connection in
+            try await connection.run { connection in
+                _ = try connection.requestTransaction(identity, work)
+                connection.startProtocolTrace(path: tracePath)
+                defer { connection.stopProtocolTrace() }
+                let second = try connection.requestTransaction(identity, work)
+                #expect(try second[1].rows[0].decode(Int.self, at: 0) == 42)
+                #expect(try second[0].rows[0].decode(UUID.self, at: 0) == UUID(uuidString: "6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11"))
+            }
+        }
+        let lines = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t") }
+        let parses = lines.filter { $0.count >= 3 && $0[0] == "F" && $0[2] == "Parse" }
+        #expect(parses.count == 1, "only the statement without reusesPlan is parsed again")
+        #expect(lines.filter { $0.count >= 3 && $0[0] == "F" && $0[2] == "Execute" }.count == 5)
+    }
 }

@@ -27,7 +27,7 @@ final class APIKeyResolver: Sendable {
         if let hit = self.cache.withLockedValue({ $0[hash] }), hit.expires > now { return hit.grant }
         let results = try await self.pool.requestTransaction(
             RequestIdentity(role: .anon, claimsJSON: #"{"role":"anon"}"#), readOnly: true,
-            [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash])]
+            [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash], reusesPlan: true)]
         )
         var grant: APIKeyGrant?
         if let row = results.first?.first {

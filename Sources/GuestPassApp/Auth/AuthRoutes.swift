@@ -49,7 +49,8 @@ struct AuthRoutes: Sendable {
                 Int32(self.configuration.signupBurstPerIP), self.configuration.signupsPerHourPerIP / 3600,
                 Int32(self.configuration.signupBurstPerApp), self.configuration.signupsPerHourPerApp / 3600,
                 request.headers[.userAgent].map { String($0.prefix(512)) }, sessionID, Digest.sha256Hex(refreshToken),
-            ]
+            ],
+            reusesPlan: true
         )
         let anon = RequestIdentity(
             role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#
@@ -97,7 +98,8 @@ struct AuthRoutes: Sendable {
             [
                 PostgresStatement(
                     "SELECT * FROM guestpass_server.refresh_session($1, $2, $3, $4, $5)",
-                    [parsed.session, Int32(parsed.counter), Digest.sha256Hex(presented), Digest.sha256Hex(next), self.configuration.refreshReuseWindow]
+                    [parsed.session, Int32(parsed.counter), Digest.sha256Hex(presented), Digest.sha256Hex(next), self.configuration.refreshReuseWindow],
+                    reusesPlan: true
                 )
             ]
         )
@@ -131,7 +133,7 @@ struct AuthRoutes: Sendable {
     func user(_ request: Request) async throws -> UserResponse {
         let (caller, token) = try await self.authenticator.authenticateUser(request)
         let results = try await self.pool.requestTransaction(
-            caller.identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()")]
+            caller.identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
         )
         guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else {
             throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")

@@ -121,7 +121,7 @@ struct RPCRoutes: Sendable {
         case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
         case .void: sql = "SELECT \(call)"
         }
-        return PostgresStatement(sql, parameters)
+        return PostgresStatement(sql, parameters, reusesPlan: true)
     }
 
     /// The text PostgreSQL parses for `value` as the argument's type.
