@@ -17,6 +17,10 @@ import Hummingbird
 /// during or after the update leaves the claim pending, and a later retry repairs it (bit0 set + our pending
 /// claim → grant). So a device gets the grant once, through reinstalls (new users, same bits), concurrent calls
 /// (one pending claim per user) and crashes.
+///
+/// Limits: Apple does not tell us which device a token belongs to, so two different users claiming from one phone
+/// at the very same moment (two installs at once) cannot be serialised here; and a repair that finds `bit0` set
+/// cannot prove that our interrupted claim, not another install, set it.
 struct DeviceCheckGrantRoutes: Sendable {
     let pool: PostgresPool
     let authenticator: Authenticator
