@@ -100,8 +100,8 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let publishable = APIKey.generate(kind: .publishable)
-            let secret = APIKey.generate(kind: .secret)
+            let publishable = try APIKey.generate(kind: .publishable)
+            let secret = try APIKey.generate(kind: .secret)
             let name = self.name
             let appID: UUID = try await withAdminPool(self.database) { pool in try await pool.withConnection { connection in
                 try await connection.run { connection in
@@ -143,9 +143,8 @@ struct APIKey {
     let kind: Kind
     let value: String
 
-    static func generate(kind: Kind) -> APIKey {
-        var generator = SystemRandomNumberGenerator()  // getrandom(2): cryptographically secure
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    static func generate(kind: Kind) throws -> APIKey {
+        let bytes = try SecureRandom.bytes(32)
         let tag = kind == .publishable ? "gp_pub_" : "gp_sec_"
         return APIKey(kind: kind, value: tag + Digest.hex(bytes))
     }
