@@ -11,6 +11,8 @@ public struct AppConfiguration: Sendable {
     public var port: Int = 8080
     /// Most database connections (`GUESTPASS_DB_POOL_SIZE`, default 16).
     public var databasePoolSize: Int = 16
+    /// How long a request waits for a free connection before a 503 (`GUESTPASS_DB_ACQUIRE_TIMEOUT`, seconds, default 5).
+    public var databaseAcquireTimeout: Duration = .seconds(5)
     /// Log level (`LOG_LEVEL`, default info).
     public var logLevel: Logger.Level = .info
     /// Schemas whose functions `/rest/v1/rpc` exposes (`GUESTPASS_DB_SCHEMAS`, default `public`).
@@ -58,6 +60,12 @@ public struct AppConfiguration: Sendable {
             }
             self.exposedSchemas = names
         }
+        if let timeout = environment["GUESTPASS_DB_ACQUIRE_TIMEOUT"] {
+            guard let value = Int(timeout), (1...600).contains(value) else {
+                throw ConfigurationError("GUESTPASS_DB_ACQUIRE_TIMEOUT must be a number of seconds in 1...600, got \(timeout)")
+            }
+            self.databaseAcquireTimeout = .seconds(value)
+        }
         if let level = environment["LOG_LEVEL"] {
             guard let value = Logger.Level(rawValue: level.lowercased()) else {
                 throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")
@@ -70,6 +78,7 @@ public struct AppConfiguration: Sendable {
     public var postgres: PostgresConfiguration {
         var configuration = PostgresConfiguration(url: self.databaseURL)
         configuration.maxConnections = self.databasePoolSize
+        configuration.acquireTimeout = self.databaseAcquireTimeout
         configuration.applicationName = "guestpass-serve"
         return configuration
     }

@@ -31,6 +31,8 @@ struct TestService: Sendable {
         var configuration = AppConfiguration(databaseURL: database.loginURL, auth: auth)
         configuration.port = 0
         configuration.databasePoolSize = 8
+        // Tests fire hundreds of requests at once on a shared two-CPU machine: wait for a connection rather than 503.
+        configuration.databaseAcquireTimeout = .seconds(60)
         return TestService(database: database, configuration: configuration, owner: database.ownerPool())
     }
 
