@@ -240,8 +240,8 @@ select is(
           and pg_catalog.has_column_privilege('authenticated', a.attrelid, a.attnum, 'UPDATE')
         order by 1
     ),
-    array['language', 'notification_enabled', 'onboarding_completed', 'timezone'],
-    'authenticated may update exactly onboarding_completed, timezone, language and notification_enabled'
+    array['language', 'notification_enabled', 'onboarding_completed'],
+    'authenticated may update exactly onboarding_completed, language and notification_enabled (not timezone, which meters)'
 );
 select table_privs_are(
     'public', 'devices', 'authenticated', array['SELECT'],

@@ -2,7 +2,7 @@
 -- row and devices, and no client writes devices. Fixtures: app X with users A (devices A1, A2) and B (device B1),
 -- app Y with user C (device C1).
 begin;
-select plan(32);
+select plan(33);
 
 insert into guestpass.apps (id, name) values
     ('00000000-0000-4000-8000-0000000000f1', 'App X'),
@@ -74,21 +74,24 @@ select is_empty(
     'A cannot read B''s row by id'
 );
 select is_empty(
-    'update public.users set timezone = ''Europe/Paris'' '
+    'update public.users set language = ''fr'' '
     'where id = ''00000000-0000-4000-8000-00000000000b'' returning id',
     'A updating B''s row (same app) changes nothing'
 );
 select is_empty(
-    'update public.users set timezone = ''Europe/Paris'' '
+    'update public.users set language = ''fr'' '
     'where id = ''00000000-0000-4000-8000-00000000000c'' returning id',
     'A updating C''s row (other app) changes nothing'
 );
 select results_eq(
-    'update public.users set timezone = ''Europe/Paris'', onboarding_completed = true, language = ''fr'','
-    '    notification_enabled = true '
-    'where id = ''00000000-0000-4000-8000-00000000000a'' returning timezone',
-    array['Europe/Paris'],
+    'update public.users set onboarding_completed = true, language = ''fr'', notification_enabled = true '
+    'where id = ''00000000-0000-4000-8000-00000000000a'' returning language',
+    array['fr'],
     'A updates the allowed columns of its own row'
+);
+select throws_ok(
+    'update public.users set timezone = ''Pacific/Kiritimati'' where id = ''00000000-0000-4000-8000-00000000000a''',
+    '42501', null, 'A cannot update its timezone directly (it meters the quota day: public.set_timezone)'
 );
 select throws_ok(
     'update public.users set is_anonymous = false where id = ''00000000-0000-4000-8000-00000000000a''',
@@ -162,10 +165,10 @@ reset role;
 -- Back as the owner: only A's row changed, and its updated_at moved.
 
 select results_eq(
-    'select id, timezone from public.users order by id',
-    $$values ('00000000-0000-4000-8000-00000000000a'::uuid, 'Europe/Paris'),
-             ('00000000-0000-4000-8000-00000000000b'::uuid, 'UTC'),
-             ('00000000-0000-4000-8000-00000000000c'::uuid, 'UTC')$$,
+    'select id, language from public.users order by id',
+    $$values ('00000000-0000-4000-8000-00000000000a'::uuid, 'fr'),
+             ('00000000-0000-4000-8000-00000000000b'::uuid, null),
+             ('00000000-0000-4000-8000-00000000000c'::uuid, null)$$,
     'only A''s row was changed'
 );
 select is(

@@ -5,7 +5,7 @@
 -- sql/examples (3 readings, the 4th is PT429 and not stored). Fixtures: app X (allowance 3) with users A, B, K
 -- (Kiritimati), P (Pago Pago), M (premium), R (readings); app Y with user C. Needs sql/examples applied.
 begin;
-select plan(76);
+select plan(78);
 
 -- Structure.
 
@@ -446,27 +446,28 @@ select results_eq(
 
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b');
 set local role authenticated;
-select results_eq(
-    'update public.users set timezone = ''Europe/Paris'' where id = ''00000000-0000-4000-8000-00000000000b'' '
-    'returning timezone',
-    $$values ('Europe/Paris')$$,
-    'B may set an IANA time zone'
+select is(
+    public.set_timezone('Europe/Paris') ->> 'daily_limit', '3', 'B may set an IANA time zone (set_timezone answers the quota)'
+);
+select is(
+    (select timezone from public.users where id = '00000000-0000-4000-8000-00000000000b'), 'Europe/Paris',
+    'B: the time zone is stored'
 );
 select throws_ok(
-    'update public.users set timezone = ''Mars/Olympus_Mons'' where id = ''00000000-0000-4000-8000-00000000000b''',
-    '22023', 'unknown time zone', 'B: an unknown time zone is 22023'
+    'update public.users set timezone = ''Europe/Paris'' where id = ''00000000-0000-4000-8000-00000000000b''',
+    '42501', null, 'B cannot update the timezone column directly'
 );
 select throws_ok(
-    'update public.users set timezone = ''europe/paris'' where id = ''00000000-0000-4000-8000-00000000000b''',
-    '22023', 'unknown time zone', 'B: a wrongly cased name is 22023'
+    'select public.set_timezone(''Mars/Olympus_Mons'')', '22023', 'unknown time zone', 'B: an unknown time zone is 22023'
 );
 select throws_ok(
-    'update public.users set timezone = ''+05:00'' where id = ''00000000-0000-4000-8000-00000000000b''',
-    '22023', 'unknown time zone', 'B: a POSIX offset is 22023'
+    'select public.set_timezone(''europe/paris'')', '22023', 'unknown time zone', 'B: a wrongly cased name is 22023'
 );
 select throws_ok(
-    'update public.users set timezone = ''posix/Europe/Paris'' where id = ''00000000-0000-4000-8000-00000000000b''',
-    '22023', 'unknown time zone', 'B: the posix/ copies are 22023'
+    'select public.set_timezone(''+05:00'')', '22023', 'unknown time zone', 'B: a POSIX offset is 22023'
+);
+select throws_ok(
+    'select public.set_timezone(''posix/Europe/Paris'')', '22023', 'unknown time zone', 'B: the posix/ copies are 22023'
 );
 select is(public.get_quota() ->> 'resets_at', '2025-03-10T23:00:00Z', 'B: resets at midnight in Paris (UTC+1)');
 
