@@ -178,6 +178,7 @@ select is(
         'guestpass_server.current_user_profile to authenticated',
         'guestpass_server.devicecheck_begin to authenticated',
         'guestpass_server.devicecheck_finish to authenticated',
+        'guestpass_server.devicecheck_take_lease to authenticated',
         'guestpass_server.refresh_session to anon',
         'guestpass_server.resolve_api_key to anon',
         'guestpass_server.sign_out to authenticated',
