@@ -80,6 +80,13 @@ public struct AppConfiguration: Sendable {
         configuration.maxConnections = self.databasePoolSize
         configuration.acquireTimeout = self.databaseAcquireTimeout
         configuration.applicationName = "guestpass-serve"
+        // The sign-up limits, for the SQL that enforces them without the server (public.create_guest_user over RPC).
+        configuration.sessionSettings = [
+            "guestpass.signup_ip_burst": String(self.auth.signupBurstPerIP),
+            "guestpass.signup_ip_rate_per_hour": String(self.auth.signupsPerHourPerIP),
+            "guestpass.signup_app_burst": String(self.auth.signupBurstPerApp),
+            "guestpass.signup_app_rate_per_hour": String(self.auth.signupsPerHourPerApp),
+        ]
         return configuration
     }
 }

@@ -36,7 +36,8 @@ func buildRouter(
     HealthRoutes(pool: pool).register(on: router)
     AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
-    DeviceCheckGrantRoutes(pool: pool, authenticator: authenticator, clients: deviceCheck, afterAppleUpdate: afterAppleUpdate)
-        .register(on: router)
+    DeviceCheckGrantRoutes(
+        pool: pool, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(pool: pool), afterAppleUpdate: afterAppleUpdate
+    ).register(on: router)
     return router
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GuestPassApp
 import GuestPassCrypto
 import GuestPassPostgres
 
@@ -109,12 +110,7 @@ struct AppsCommand: AsyncParsableCommand {
                         let id: UUID = try connection.execute(
                             "INSERT INTO guestpass.apps (name) VALUES ($1) RETURNING id", [name]
                         ).rows[0].decode(at: 0)
-                        for key in [publishable, secret] {
-                            try connection.execute(
-                                "INSERT INTO guestpass.api_keys (app_id, kind, key_hash, key_prefix) VALUES ($1, $2, $3, $4)",
-                                [id, key.kind.rawValue, key.hash, key.prefix]
-                            )
-                        }
+                        for key in [publishable, secret] { try key.record(for: id, on: connection) }
                         return id
                     }
                 }
@@ -131,26 +127,6 @@ struct AppsCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// A freshly generated API key: its value (shown once), its SHA-256 hash (stored) and a short prefix (for display).
-struct APIKey {
-    enum Kind: String {
-        case publishable
-        case secret
-    }
-
-    let kind: Kind
-    let value: String
-
-    static func generate(kind: Kind) throws -> APIKey {
-        let bytes = try SecureRandom.bytes(32)
-        let tag = kind == .publishable ? "gp_pub_" : "gp_sec_"
-        return APIKey(kind: kind, value: tag + Digest.hex(bytes))
-    }
-
-    var hash: String { Digest.sha256Hex(self.value) }
-    var prefix: String { String(self.value.prefix(12)) }
 }
 
 /// A one-connection pool on the owner URL, for administrative commands.

@@ -8,7 +8,8 @@ public struct ES256PrivateKey: Sendable, CustomStringConvertible {
     /// The matching public key.
     public let publicKey: ES256PublicKey
 
-    private init(validating key: EVPKey) throws {
+    /// Wraps `key` after checking it is P-256 (internal: tests build a public-only key with it).
+    init(validating key: EVPKey) throws {
         try ES256PublicKey.requireP256(key)
         self.key = key
         self.publicKey = try ES256PublicKey(

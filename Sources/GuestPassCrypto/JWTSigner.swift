@@ -81,10 +81,13 @@ extension JWTSigner {
     /// A 32-byte key derived from the signing key's secret material and `label` (HMAC-SHA256), for secrets that must
     /// be shared by every server holding this signing key (e.g. the refresh-token MAC key). It reveals nothing
     /// about the signing key.
-    public func derivedKey(label: String) -> [UInt8] {
+    ///
+    /// - Throws: `OpenSSLError` when the private key cannot be exported. There is no fallback: anything public (the
+    ///   `kid`, the public key) would make the derived key public too.
+    public func derivedKey(label: String) throws -> [UInt8] {
         let material: [UInt8]
         switch self.signingKey {
-        case .es256(let key): material = Array(((try? key.pkcs8PEMRepresentation) ?? self.keyID).utf8)
+        case .es256(let key): material = Array(try key.pkcs8PEMRepresentation.utf8)
         case .hs256(let key): material = key.secret
         }
         return HMACSHA256.authenticationCode(for: Array(label.utf8), key: material)

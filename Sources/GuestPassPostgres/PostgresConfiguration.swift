@@ -19,14 +19,29 @@ public struct PostgresConfiguration: Sendable {
     /// Connections older than this (give or take 10 % jitter) are closed when handed back.
     public var maxLifetime: Duration = .seconds(3600)
 
+    /// Extra session settings sent at connect time (`-c name=value`), e.g. `guestpass.signup_ip_burst`: values the
+    /// server's SQL reads with `current_setting`. Names are `[a-z_.]`, values `[A-Za-z0-9_.+-]` (no quoting needed);
+    /// anything else is left out.
+    public var sessionSettings: [String: String] = [:]
+
     public init(url: String) {
         self.url = url
     }
 
-    /// Session settings sent at connect time: stable text formats for decoding, and the statement timeout.
+    /// Session settings sent at connect time: stable text formats for decoding, the statement timeout, and
+    /// `sessionSettings`.
     var sessionOptions: String {
         let milliseconds = self.statementTimeout.components.seconds * 1000
             + self.statementTimeout.components.attoseconds / 1_000_000_000_000_000
-        return "-c statement_timeout=\(milliseconds) -c DateStyle=ISO -c TimeZone=UTC -c bytea_output=hex"
+        var options = "-c statement_timeout=\(milliseconds) -c DateStyle=ISO -c TimeZone=UTC -c bytea_output=hex"
+        for (name, value) in self.sessionSettings.sorted(by: { $0.key < $1.key })
+        where Self.isPlain(name, allowing: "_.") && Self.isPlain(value, allowing: "_.+-") && !name.isEmpty && !value.isEmpty {
+            options += " -c \(name)=\(value)"
+        }
+        return options
+    }
+
+    private static func isPlain(_ text: String, allowing extra: String) -> Bool {
+        text.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || extra.unicodeScalars.contains($0) }
     }
 }

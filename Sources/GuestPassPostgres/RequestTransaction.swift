@@ -6,22 +6,27 @@ public enum DatabaseRole: String, Sendable, CaseIterable {
     case serviceRole = "service_role"
 }
 
-/// Who a request runs as inside PostgreSQL: a whitelisted role and the verified claims (`request.jwt.claims`).
+/// Who a request runs as inside PostgreSQL: a whitelisted role, the verified claims (`request.jwt.claims`) and the
+/// client's address (`request.client_ip`, for rate limits kept in SQL).
 public struct RequestIdentity: Sendable {
     public let role: DatabaseRole
     /// The verified claims as a JSON object; read back in SQL through `auth.jwt()`, `auth.uid()`, ….
     public let claimsJSON: String
+    /// The client's IP address as the server determined it (socket peer or trusted proxy header); empty if unknown.
+    public var clientAddress: String
 
-    public init(role: DatabaseRole, claimsJSON: String) {
+    public init(role: DatabaseRole, claimsJSON: String, clientAddress: String = "") {
         self.role = role
         self.claimsJSON = claimsJSON
+        self.clientAddress = clientAddress
     }
 }
 
 extension PostgresConnection {
     /// Runs `statements` as one request transaction in a single round trip:
-    /// `BEGIN` → `set_config('role', …, true), set_config('request.jwt.claims', …, true)` → statements → `COMMIT`,
-    /// pipelined with one Sync. Both settings are transaction-local, so they end with the transaction.
+    /// `BEGIN` → `set_config('role', …, true), set_config('request.jwt.claims', …, true),
+    /// set_config('request.client_ip', …, true)` → statements → `COMMIT`, pipelined with one Sync. The settings are
+    /// transaction-local, so they end with the transaction.
     ///
     /// - Returns: the results of `statements` only (not of the framing statements).
     public func requestTransaction(
@@ -31,8 +36,8 @@ extension PostgresConnection {
             [
                 PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true),
                 PostgresStatement(
-                    "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
-                    [identity.role.rawValue, identity.claimsJSON], reusesPlan: true
+                    "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)",
+                    [identity.role.rawValue, identity.claimsJSON, identity.clientAddress], reusesPlan: true
                 ),
             ] + statements + [PostgresStatement("COMMIT", reusesPlan: true)]
         let results = try self.pipeline(framed)

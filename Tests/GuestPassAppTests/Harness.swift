@@ -25,7 +25,7 @@ struct TestService: Sendable {
 
     static func make(examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }) async throws -> TestService {
         let database = try await TestDatabase.create(examples: examples)
-        var auth = AuthConfiguration(signer: JWTSigner(key: try ES256PrivateKey.generate()))
+        var auth = try AuthConfiguration(signer: JWTSigner(key: try ES256PrivateKey.generate()))
         auth.issuer = "guestpass-test"
         adjust(&auth)
         var configuration = AppConfiguration(databaseURL: database.loginURL, auth: auth)
@@ -36,18 +36,18 @@ struct TestService: Sendable {
         return TestService(database: database, configuration: configuration, owner: database.ownerPool())
     }
 
-    /// Registers an app with a publishable and a secret key (stored hashed, as `guestpass apps create` does).
+    /// Registers an app with a publishable and a secret key, as `guestpass apps create` does (`APIKey`).
     func createTenant(name: String = "test") async throws -> TestTenant {
-        let publishable = "gp_pub_test_\(UUID().uuidString.lowercased())"
-        let secret = "gp_sec_test_\(UUID().uuidString.lowercased())"
+        let publishable = try APIKey.generate(kind: .publishable)
+        let secret = try APIKey.generate(kind: .secret)
         let appID: UUID = try await self.owner.execute("INSERT INTO guestpass.apps (name) VALUES ($1) RETURNING id", [name]).rows[0].decode(at: 0)
-        for (kind, key) in [("publishable", publishable), ("secret", secret)] {
-            try await self.owner.execute(
-                "INSERT INTO guestpass.api_keys (app_id, kind, key_hash, key_prefix) VALUES ($1, $2, $3, $4)",
-                [appID, kind, Digest.sha256Hex(key), String(key.prefix(12))]
-            )
+        try await self.owner.withConnection { connection in
+            try await connection.run { connection in
+                try publishable.record(for: appID, on: connection)
+                try secret.record(for: appID, on: connection)
+            }
         }
-        return TestTenant(appID: appID, publishableKey: publishable, secretKey: secret)
+        return TestTenant(appID: appID, publishableKey: publishable.value, secretKey: secret.value)
     }
 
     /// Runs `body` against the real server over real HTTP (AsyncHTTPClient, so requests may run concurrently).

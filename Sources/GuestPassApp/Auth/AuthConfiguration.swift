@@ -26,16 +26,17 @@ public struct AuthConfiguration: Sendable {
     /// The header holding the client IP when a trusted proxy sets it (e.g. `X-Forwarded-For`); nil = the socket peer.
     public var trustedProxyHeader: String?
 
-    public init(signer: JWTSigner, refreshTokenKey: [UInt8]? = nil) {
+    /// - Throws: when no `refreshTokenKey` is given and none can be derived from the signing key (fail closed).
+    public init(signer: JWTSigner, refreshTokenKey: [UInt8]? = nil) throws {
         self.signer = signer
-        self.refreshTokenKey = refreshTokenKey ?? Self.deriveRefreshKey(from: signer)
+        self.refreshTokenKey = try refreshTokenKey ?? Self.deriveRefreshKey(from: signer)
     }
 
     /// Every key a token may be verified with: the signer's, then the additional ones.
     public var verificationKeys: [JWTVerificationKey] { [self.signer.verificationKey] + self.additionalVerificationKeys }
 
-    private static func deriveRefreshKey(from signer: JWTSigner) -> [UInt8] {
-        signer.derivedKey(label: "guestpass refresh-token key v1")
+    private static func deriveRefreshKey(from signer: JWTSigner) throws -> [UInt8] {
+        try signer.derivedKey(label: "guestpass refresh-token key v1")
     }
 
     /// Reads the settings from the environment: `GUESTPASS_JWT_SIGNING_KEY_FILE` (ES256 PKCS#8 PEM) or
@@ -61,7 +62,7 @@ public struct AuthConfiguration: Sendable {
             guard secret.utf8.count >= 32 else { throw ConfigurationError("GUESTPASS_REFRESH_TOKEN_SECRET must be at least 32 bytes") }
             refreshKey = Array(secret.utf8)
         }
-        self.init(signer: signer, refreshTokenKey: refreshKey)
+        try self.init(signer: signer, refreshTokenKey: refreshKey)
         for path in (environment["GUESTPASS_JWT_VERIFY_KEY_FILES"] ?? "").split(separator: ",").map(String.init) where !path.isEmpty {
             let pem = try Self.read(path)
             if let key = try? ES256PrivateKey(pemRepresentation: pem) {

@@ -10,12 +10,17 @@ struct AuthRoutes: Sendable {
     let tokens: TokenService
     var configuration: AuthConfiguration { self.tokens.configuration }
 
+    /// Sign-up bodies: `data` holds at most 16 KiB of metadata plus the device id and facts.
+    static let signUpBodyLimit = 32 * 1024
+    /// Token bodies: a refresh token.
+    static let tokenBodyLimit = 4 * 1024
+
     func register(on router: Router<AppRequestContext>) {
         let auth = router.group("auth/v1")
         auth.post("signup") { request, context in try await self.signUp(request, context) }
         auth.post("token") { request, context in try await self.token(request, context) }
-        auth.get("user") { request, _ in try await self.user(request) }
-        auth.post("logout") { request, _ in try await self.logout(request) }
+        auth.get("user") { request, context in try await self.user(request, context) }
+        auth.post("logout") { request, context in try await self.logout(request, context) }
         auth.get("settings") { _, _ in Settings() }
         auth.get(".well-known/jwks.json") { _, _ in
             Response(
@@ -30,15 +35,15 @@ struct AuthRoutes: Sendable {
 
     func signUp(_ request: Request, _ context: AppRequestContext) async throws -> Response {
         var request = request
-        let caller = try await self.authenticator.authenticate(request)
-        let body = try await request.jsonObject()
+        let caller = try await self.authenticator.authenticate(request, context)
+        let body = try await request.jsonObject(limit: Self.signUpBodyLimit)
         if body["email"] != nil || body["phone"] != nil {
             throw APIError(.unprocessableContent, code: "email_provider_disabled", message: "Only anonymous sign-up is available")
         }
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
-        let ip = request.clientIP(context: context, trustedHeader: self.configuration.trustedProxyHeader)
+        let ip = caller.clientAddress
         let statement = PostgresStatement(
             """
             SELECT * FROM guestpass_server.sign_up_guest($1, $2::jsonb, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -53,7 +58,7 @@ struct AuthRoutes: Sendable {
             reusesPlan: true
         )
         let anon = RequestIdentity(
-            role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#
+            role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#, clientAddress: ip
         )
         let row: PostgresRow
         do {
@@ -81,18 +86,20 @@ struct AuthRoutes: Sendable {
 
     func token(_ request: Request, _ context: AppRequestContext) async throws -> Response {
         var request = request
-        let caller = try await self.authenticator.authenticate(request)
+        let caller = try await self.authenticator.authenticate(request, context)
         let grantType = request.uri.queryParameters["grant_type"].map(String.init)
         guard grantType == "refresh_token" else {
             throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token")
         }
-        let body = try await request.jsonObject()
+        let body = try await request.jsonObject(limit: Self.tokenBodyLimit)
         guard let presented = body["refresh_token"]?.stringValue, !presented.isEmpty else {
             throw APIError.validation("refresh_token is required")
         }
         guard let parsed = self.tokens.parseRefreshToken(presented) else { throw Self.refreshTokenNotFound }
         let next = self.tokens.refreshToken(session: parsed.session, counter: parsed.counter + 1)
-        let anon = RequestIdentity(role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#)
+        let anon = RequestIdentity(
+            role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#, clientAddress: caller.clientAddress
+        )
         let results = try await self.pool.requestTransaction(
             anon,
             [
@@ -130,8 +137,8 @@ struct AuthRoutes: Sendable {
 
     // MARK: GET /auth/v1/user
 
-    func user(_ request: Request) async throws -> UserResponse {
-        let (caller, token) = try await self.authenticator.authenticateUser(request)
+    func user(_ request: Request, _ context: AppRequestContext) async throws -> UserResponse {
+        let (caller, token) = try await self.authenticator.authenticateUser(request, context)
         let results = try await self.pool.requestTransaction(
             caller.identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
         )
@@ -144,12 +151,12 @@ struct AuthRoutes: Sendable {
 
     // MARK: POST /auth/v1/logout?scope=global|local|others
 
-    func logout(_ request: Request) async throws -> Response {
+    func logout(_ request: Request, _ context: AppRequestContext) async throws -> Response {
         let scope = request.uri.queryParameters["scope"].map(String.init) ?? "global"
         guard ["global", "local", "others"].contains(scope) else {
             throw APIError.validation("scope must be global, local or others")
         }
-        let (caller, _) = try await self.authenticator.authenticateUser(request)
+        let (caller, _) = try await self.authenticator.authenticateUser(request, context)
         _ = try await self.pool.requestTransaction(
             caller.identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope])]
         )

@@ -8,15 +8,18 @@ import Hummingbird
 struct Caller: Sendable {
     let grant: APIKeyGrant
     let token: VerifiedAccessToken?
+    /// The client's IP address (socket peer, or the trusted proxy header's last entry).
+    let clientAddress: String
 
     var appID: UUID { self.grant.appID }
 
     /// The database identity of the request: `authenticated` with the token's verified claims, else the API key's
-    /// role with only the app in the claims. Nothing from the request body or headers can choose it.
+    /// role with only the app in the claims; and the client's address. Nothing from the request body or headers can
+    /// choose them.
     var identity: RequestIdentity {
-        if let token { return RequestIdentity(role: .authenticated, claimsJSON: token.claimsJSON) }
+        if let token { return RequestIdentity(role: .authenticated, claimsJSON: token.claimsJSON, clientAddress: self.clientAddress) }
         let claims = #"{"role":"\#(self.grant.role.rawValue)","app_id":"\#(self.grant.appID.lowercasedString)"}"#
-        return RequestIdentity(role: self.grant.role, claimsJSON: claims)
+        return RequestIdentity(role: self.grant.role, claimsJSON: claims, clientAddress: self.clientAddress)
     }
 }
 
@@ -25,21 +28,33 @@ struct Authenticator: Sendable {
     let keys: APIKeyResolver
     let tokens: TokenService
 
-    func authenticate(_ request: Request) async throws -> Caller {
-        let key = request.headers[.apiKey] ?? request.uri.queryParameters["apikey"].map(String.init)
+    func authenticate(_ request: Request, _ context: AppRequestContext) async throws -> Caller {
+        var key = request.headers[.apiKey]
+        if key == nil, let fromQuery = request.uri.queryParameters["apikey"].map(String.init) {
+            // Query strings end up in proxy and access logs: a secret key must never travel there.
+            if APIKey.kind(of: fromQuery) == .secret {
+                throw APIError(
+                    .unauthorized, code: "secret_key_in_url", message: "Secret keys are accepted only in the apikey header"
+                )
+            }
+            key = fromQuery
+        }
         guard let key, !key.isEmpty else {
             throw APIError(.unauthorized, code: "no_api_key", message: "No API key found in request")
         }
         guard let grant = try await self.keys.resolve(key) else {
             throw APIError(.unauthorized, code: "invalid_api_key", message: "Invalid API key")
         }
-        guard let authorization = request.headers[.authorization] else { return Caller(grant: grant, token: nil) }
+        let clientAddress = request.clientIP(context: context, trustedHeader: self.tokens.configuration.trustedProxyHeader)
+        guard let authorization = request.headers[.authorization] else {
+            return Caller(grant: grant, token: nil, clientAddress: clientAddress)
+        }
         guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             throw APIError.unauthorized("bad_jwt", "Authorization must be a Bearer token")
         }
         let bearer = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         // The SDKs send the API key itself as the bearer until there is a session.
-        if bearer == key { return Caller(grant: grant, token: nil) }
+        if bearer == key { return Caller(grant: grant, token: nil, clientAddress: clientAddress) }
         let token: VerifiedAccessToken
         do {
             token = try self.tokens.verifyAccessToken(bearer)
@@ -51,12 +66,12 @@ struct Authenticator: Sendable {
         guard token.appID == grant.appID else {
             throw APIError.unauthorized("bad_jwt", "The access token belongs to another app")
         }
-        return Caller(grant: grant, token: token)
+        return Caller(grant: grant, token: token, clientAddress: clientAddress)
     }
 
     /// A caller that must be a signed-in user.
-    func authenticateUser(_ request: Request) async throws -> (Caller, VerifiedAccessToken) {
-        let caller = try await self.authenticate(request)
+    func authenticateUser(_ request: Request, _ context: AppRequestContext) async throws -> (Caller, VerifiedAccessToken) {
+        let caller = try await self.authenticate(request, context)
         guard let token = caller.token else {
             throw APIError.unauthorized("no_authorization", "This endpoint requires a Bearer access token")
         }

@@ -4,29 +4,40 @@ import GuestPassDeviceCheck
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// `POST /v1/devicecheck/grant` `{"device_token": "…"}`: the welcome credits, once per physical device.
 ///
-/// Apple keeps two bits per device (per developer team); `bit0` means "welcome grant given". The claim is
-/// bookkept in PostgreSQL around the two Apple calls:
-/// 1. begin (one transaction): refuse a token seen before, answer if the user already claimed, else record a
-///    pending claim (or take over an old pending one: the repair path after a crash or an interrupted update);
-/// 2. ask Apple for the bits; if `bit0` is unset, set it;
-/// 3. finish (one transaction): grant the credits with their ledger row and mark the user, or record the refusal.
-/// Apple unreachable before anything was set → the claim is closed as failed, 503, nothing granted; a failure
-/// during or after the update leaves the claim pending, and a later retry repairs it (bit0 set + our pending
-/// claim → grant). So a device gets the grant once, through reinstalls (new users, same bits), concurrent calls
-/// (one pending claim per user) and crashes.
+/// Apple keeps two bits per device (per developer team); `bit0` means "welcome grant given". Apple has no
+/// compare-and-set, so the claim is bookkept in PostgreSQL around the Apple calls:
+/// 1. begin (one transaction): refuse a token seen before (by the SHA-256 of its bytes, so no spelling of it passes
+///    twice), answer if the user already claimed, else record a pending claim (or take over an old pending one: the
+///    repair path after a crash or an update whose fate is unknown);
+/// 2. ask Apple for the bits, without any lock: `bit0` set → refused (a reinstall); for a repair, granted only with
+///    proof the bit is the claim's own (`devicecheck_finish` decides);
+/// 3. `bit0` unset → take the app's lease (`GrantLease`: one claim of the app at a time, on every replica), ask Apple
+///    again under it, set `bit0` if still unset, and finish: grant, in the transaction that releases the lease. If the
+///    update fails, ask once more: set → it landed, grant; unset → nothing was written, failed; no answer → the claim
+///    stays pending and a retry after 30 s repairs it.
 ///
-/// Limits: Apple does not tell us which device a token belongs to, so two different users claiming from one phone
-/// at the very same moment (two installs at once) cannot be serialised here; and a repair that finds `bit0` set
-/// cannot prove that our interrupted claim, not another install, set it.
+/// So two installs on one phone claiming at the same moment are serialised: the second one's query under the lease
+/// sees the first one's bit. Every path ends the claim (granted, refused, failed) or leaves it pending for repair, and
+/// the work runs in a task of its own, so a client that goes away cannot leave it half done. Apple unreachable → 503
+/// `devicecheck_unavailable`; the lease not had within `GrantLease.wait` → 503 `devicecheck_busy`; nothing granted.
+///
+/// Limits: an app's new-device grants are serialised, so it gets about one per two Apple round trips (about 3 per
+/// second at 150 ms each; see bench/devicecheck.sh). Apps of one Apple team that run their own grants are serialised
+/// per app, not per team.
 struct DeviceCheckGrantRoutes: Sendable {
     let pool: PostgresPool
     let authenticator: Authenticator
     let clients: DeviceCheckClients
+    let lease: GrantLease
     /// Runs between Apple's update and the database commit; tests inject a crash here.
     let afterAppleUpdate: @Sendable () async throws -> Void
+
+    /// Request bodies: one token of at most 4 KiB.
+    static let bodyLimit = 8 * 1024
 
     struct Outcome: ResponseEncodable {
         let granted: Bool
@@ -35,103 +46,182 @@ struct DeviceCheckGrantRoutes: Sendable {
         let credits_balance: Int?
     }
 
+    /// What `guestpass_server.devicecheck_begin` answered.
+    enum Start {
+        case alreadyClaimed
+        case tokenReused
+        case inProgress
+        case started(UUID)
+        case repair(UUID)
+    }
+
+    /// The outcomes `guestpass_server.devicecheck_finish` takes.
+    enum Finish: String {
+        /// bit0 was unset and this claim set it.
+        case granted
+        /// bit0 was already set by another install.
+        case refused
+        /// Apple could not be asked, and this claim certainly did not write bit0.
+        case failed
+        /// A repair found bit0 set: SQL grants only with proof it is this claim's own.
+        case foundSetOnRepair = "found_set_on_repair"
+        /// The update's fate is unknown: keep the claim pending for a repair; release the lease.
+        case pending
+    }
+
     func register(on router: Router<AppRequestContext>) {
         router.post("v1/devicecheck/grant") { request, context in try await self.grant(request, context) }
     }
 
     func grant(_ request: Request, _ context: AppRequestContext) async throws -> Outcome {
         var request = request
-        let (caller, _) = try await self.authenticator.authenticateUser(request)
-        let body = try await request.jsonObject()
-        guard let deviceToken = body["device_token"]?.stringValue, !deviceToken.isEmpty, deviceToken.utf8.count <= 4096 else {
+        let (caller, _) = try await self.authenticator.authenticateUser(request, context)
+        let body = try await request.jsonObject(limit: Self.bodyLimit)
+        guard let text = body["device_token"]?.stringValue, !text.isEmpty else {
             throw APIError.validation("device_token must be the DeviceCheck token (base64) of this device")
         }
+        guard let token = DeviceToken(text) else {
+            throw APIError(.badRequest, code: "invalid_device_token", message: "device_token is not a DeviceCheck token (standard base64)")
+        }
+        let logger = context.logger
+        // Not a child task: a client that disconnects cancels the request, never the claim half way.
+        return try await Task { try await self.claim(caller, token, logger) }.value
+    }
+
+    private func claim(_ caller: Caller, _ token: DeviceToken, _ logger: Logger) async throws -> Outcome {
         let begun = try await self.pool.requestTransaction(
             caller.identity,
             [
-                PostgresStatement("SELECT * FROM guestpass_server.devicecheck_begin($1)", [Digest.sha256Hex(deviceToken)]),
+                PostgresStatement("SELECT * FROM guestpass_server.devicecheck_begin($1)", [token.hashHex]),
                 PostgresStatement("SELECT * FROM guestpass_server.app_devicecheck_settings()"),
             ]
         )
-        guard let row = begun.first?.first else { throw APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure") }
         let claim: UUID
         let repairing: Bool
-        switch try row.decode(String.self, "status") {
-        case "already_claimed":
+        switch try Self.start(begun.first?.first) {
+        case .alreadyClaimed:
             return Outcome(granted: false, reason: "already_claimed", credits_granted: 0, credits_balance: nil)
-        case "token_reused":
+        case .tokenReused:
             throw APIError(.badRequest, code: "device_token_reused", message: "This DeviceCheck token was used before; generate a new one")
-        case "in_progress":
+        case .inProgress:
             throw APIError(.conflict, code: "grant_in_progress", message: "A grant for this user is in progress; retry shortly", headers: [.retryAfter: "2"])
-        case "repair":
-            claim = try row.decode(UUID.self, "pending_claim_id")
-            repairing = true
-        default:
-            claim = try row.decode(UUID.self, "claim_id")
-            repairing = false
+        case .started(let id): (claim, repairing) = (id, false)
+        case .repair(let id): (claim, repairing) = (id, true)
         }
+        // Until bit0 may have been written, a failure closes the claim; a repair's earlier update may have landed, so
+        // a repair is only ever parked.
+        let nothingWritten: Finish = repairing ? .pending : .failed
 
         let client: DeviceCheckClient
         do {
             guard let settingsRow = begun.last?.first, let settings = try DeviceCheckSettings(row: settingsRow) else {
-                if !repairing { try await self.finish(caller, claim, "failed") }
+                try await self.finish(caller, claim, nothingWritten)
                 throw APIError(.serviceUnavailable, code: "devicecheck_not_configured", message: "DeviceCheck is not configured for this app")
             }
             client = try self.clients.client(for: settings)
         } catch let error as DeviceCheckError {
-            if !repairing { try await self.finish(caller, claim, "failed") }
-            context.logger.error("DeviceCheck key unusable", metadata: ["devicecheck.error": "\(error)"])
-            throw Self.unavailable
+            try await self.finish(caller, claim, nothingWritten)
+            throw self.unavailable(error, logger)
         }
 
+        // 1. Without the lease: most devices that already had their grant are answered here.
+        let seen: DeviceBits
+        do {
+            seen = try await client.queryTwoBits(token.canonical)
+        } catch let error as DeviceCheckError {
+            try await self.finish(caller, claim, nothingWritten)
+            throw self.translate(error, logger)
+        }
+        if seen.bit0 {
+            return try await self.finish(caller, claim, repairing ? .foundSetOnRepair : .refused)
+        }
+
+        // 2. bit0 unset: ask again and set it under the app's lease, so two installs cannot both see it unset.
+        let outcome = try await self.lease.withLease(caller.identity, app: caller.appID, claim: claim) {
+            try await self.setBit0UnderLease(caller, claim, token, client, nothingWritten: nothingWritten, logger)
+        }
+        guard let outcome else {
+            try await self.finish(caller, claim, nothingWritten)
+            throw APIError(
+                .serviceUnavailable, code: "devicecheck_busy", message: "Too many welcome grants at once; nothing was granted, retry shortly",
+                headers: [.retryAfter: "2"]
+            )
+        }
+        return outcome
+    }
+
+    /// Holding the lease: the second query, the update, and the finish that releases the lease.
+    private func setBit0UnderLease(
+        _ caller: Caller, _ claim: UUID, _ token: DeviceToken, _ client: DeviceCheckClient, nothingWritten: Finish, _ logger: Logger
+    ) async throws -> Outcome {
         let bits: DeviceBits
         do {
-            bits = try await client.queryTwoBits(deviceToken)
+            bits = try await client.queryTwoBits(token.canonical)
         } catch let error as DeviceCheckError {
-            // Nothing was set at Apple: close a new claim so a retry starts clean.
-            if !repairing { try await self.finish(caller, claim, "failed") }
-            throw self.translate(error, context)
+            try await self.finish(caller, claim, nothingWritten)
+            throw self.translate(error, logger)
         }
-        let outcome: String
         if bits.bit0 {
-            // Set before: by another install of this device (refuse), or by our own interrupted claim (repair).
-            outcome = repairing ? "granted" : "refused"
-        } else {
-            do {
-                try await client.updateTwoBits(deviceToken, bit0: true, bit1: bits.bit1)
-            } catch let error as DeviceCheckError {
-                // Apple may or may not have stored the bit: the claim stays pending, a later retry repairs it.
-                throw self.translate(error, context)
-            }
-            try await self.afterAppleUpdate()
-            outcome = "granted"
+            return try await self.finish(caller, claim, nothingWritten == .pending ? .foundSetOnRepair : .refused)
         }
-        let finished = try await self.finish(caller, claim, outcome)
-        return Outcome(
-            granted: finished.granted, reason: finished.granted ? nil : "device_already_claimed",
-            credits_granted: finished.credits, credits_balance: finished.balance
-        )
+        do {
+            try await client.updateTwoBits(token.canonical, bit0: true, bit1: bits.bit1)
+        } catch let error as DeviceCheckError {
+            // Did it land? Nobody else can have written since: we hold the lease.
+            guard let after = try? await client.queryTwoBits(token.canonical) else {
+                try await self.finish(caller, claim, .pending)
+                throw self.translate(error, logger)
+            }
+            if after.bit0 { return try await self.finish(caller, claim, .granted) }
+            try await self.finish(caller, claim, .failed)
+            throw self.translate(error, logger)
+        }
+        do {
+            try await self.afterAppleUpdate()
+        } catch {
+            try await self.finish(caller, claim, .pending)
+            throw error
+        }
+        return try await self.finish(caller, claim, .granted)
     }
 
     @discardableResult
-    private func finish(_ caller: Caller, _ claim: UUID, _ outcome: String) async throws -> (granted: Bool, credits: Int, balance: Int?) {
+    private func finish(_ caller: Caller, _ claim: UUID, _ outcome: Finish) async throws -> Outcome {
         let results = try await self.pool.requestTransaction(
-            caller.identity, [PostgresStatement("SELECT * FROM guestpass_server.devicecheck_finish($1, $2)", [claim, outcome])]
+            caller.identity, [PostgresStatement("SELECT * FROM guestpass_server.devicecheck_finish($1, $2)", [claim, outcome.rawValue])]
         )
-        guard let row = results.first?.first else { return (false, 0, nil) }
-        return (try row.decode(Bool.self, "granted"), try row.decode(Int?.self, "credits_granted") ?? 0, try row.decode(Int?.self, "credits_balance"))
+        guard let row = results.first?.first else { throw PostgresError(.protocolViolation, message: "devicecheck_finish returned no row") }
+        let granted = try row.decode(Bool.self, "granted")
+        return Outcome(
+            granted: granted, reason: granted ? nil : "device_already_claimed", credits_granted: try row.decode(Int?.self, "credits_granted") ?? 0,
+            credits_balance: try row.decode(Int?.self, "credits_balance")
+        )
     }
 
-    static let unavailable = APIError(
-        .serviceUnavailable, code: "devicecheck_unavailable", message: "Apple DeviceCheck is unavailable; nothing was granted, retry later",
-        headers: [.retryAfter: "5"]
-    )
+    private static func start(_ row: PostgresRow?) throws -> Start {
+        guard let row else { throw PostgresError(.protocolViolation, message: "devicecheck_begin returned no row") }
+        switch try row.decode(String.self, "status") {
+        case "already_claimed": return .alreadyClaimed
+        case "token_reused": return .tokenReused
+        case "in_progress": return .inProgress
+        case "started": return .started(try row.decode(UUID.self, "claim_id"))
+        case "repair": return .repair(try row.decode(UUID.self, "pending_claim_id"))
+        case let status: throw PostgresError(.protocolViolation, message: "devicecheck_begin answered an unknown status \(status)")
+        }
+    }
 
-    private func translate(_ error: DeviceCheckError, _ context: AppRequestContext) -> APIError {
+    private func translate(_ error: DeviceCheckError, _ logger: Logger) -> APIError {
         if error.kind == .badDeviceToken {
             return APIError(.badRequest, code: "invalid_device_token", message: "Apple rejected the DeviceCheck token")
         }
-        context.logger.error("DeviceCheck call failed", metadata: ["devicecheck.error": "\(error)"])
-        return Self.unavailable
+        return self.unavailable(error, logger)
+    }
+
+    private func unavailable(_ error: DeviceCheckError, _ logger: Logger) -> APIError {
+        logger.error("DeviceCheck call failed", metadata: ["devicecheck.error": "\(error)"])
+        return APIError(
+            .serviceUnavailable, code: "devicecheck_unavailable", message: "Apple DeviceCheck is unavailable; nothing was granted, retry later",
+            headers: [.retryAfter: "5"]
+        )
     }
 }

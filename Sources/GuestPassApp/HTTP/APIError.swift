@@ -49,13 +49,17 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     }
     static let databaseUnavailable = APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is unavailable; retry shortly")
 
-    /// Maps data-layer failures that are not the caller's fault: connection trouble is a retryable 503.
+    /// Maps data-layer failures: connection trouble is a retryable 503, a data exception (class 22) the client's 400.
     static func from(_ error: PostgresError) -> APIError {
         if error.isConnectionError || error.kind == .acquireTimeout || error.kind == .poolClosed || error.sqlState?.errorClass == "53" {
             return .databaseUnavailable
         }
         if error.sqlState == .queryCanceled {
             return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+        }
+        // Data exceptions (22xxx: NUL or invalid text, bad formats, out-of-range values) come from the client's values.
+        if error.kind == .server, error.sqlState?.errorClass == "22" {
+            return .validation("A value in the request is not valid (SQLSTATE \(error.sqlState?.rawValue ?? "22000"))")
         }
         return APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
     }

@@ -58,8 +58,8 @@ public enum JSONValue: Codable, Sendable, Equatable {
         return String(decoding: (try? encoder.encode(self)) ?? Data("null".utf8), as: UTF8.self)
     }
 
-    /// Parses JSON text.
+    /// Parses JSON text (strictly, in one pass: see `JSONParser`).
     public static func parse(_ text: String) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        try JSONParser.parse(text.utf8)
     }
 }

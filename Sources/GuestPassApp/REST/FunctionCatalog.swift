@@ -33,12 +33,22 @@ struct RPCFunction: Sendable {
 
 /// The functions of the exposed schemas, read from `pg_proc` and cached. The cache is reloaded after `timeToLive`,
 /// at once (at most once a second) when a request names a function or signature it does not know, and on SIGHUP,
-/// so new and changed functions are picked up after a migration without a restart.
+/// so new and changed functions are picked up after a migration without a restart. Reloads are single-flight: callers
+/// that need one while it runs wait for it, so a burst of requests naming unknown functions costs one catalog query
+/// and one pool connection.
 final class FunctionCatalog: Sendable {
+    private struct State {
+        var functions: [String: [RPCFunction]] = [:]
+        var loadedAt: ContinuousClock.Instant?
+        var reloading: Task<Void, any Error>?
+        /// Catalog queries run so far (tests).
+        var loads = 0
+    }
+
     private let pool: PostgresPool
     let schemas: [String]
     private let timeToLive: Duration
-    private let state = NIOLockedValueBox<(functions: [String: [RPCFunction]], loadedAt: ContinuousClock.Instant?)>(([:], nil))
+    private let state = NIOLockedValueBox(State())
 
     init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30)) {
         self.pool = pool
@@ -64,7 +74,25 @@ final class FunctionCatalog: Sendable {
         HangupBroadcaster.shared.register(self, logger: logger)
     }
 
+    /// Reloads the cache, or waits for the reload already running.
     func reload() async throws {
+        let task = self.state.withLockedValue { state in
+            if let running = state.reloading { return running }
+            let task = Task {
+                defer { self.state.withLockedValue { $0.reloading = nil } }
+                try await self.load()
+            }
+            state.reloading = task
+            return task
+        }
+        try await task.value
+    }
+
+    /// How many catalog queries have run (tests).
+    var loadCount: Int { self.state.withLockedValue { $0.loads } }
+
+    private func load() async throws {
+        self.state.withLockedValue { $0.loads += 1 }
         let result = try await self.pool.execute(
             """
             SELECT n.nspname::text AS schema, p.proname::text AS name, p.provolatile::text AS volatility, p.proretset AS returns_set,
@@ -109,7 +137,10 @@ final class FunctionCatalog: Sendable {
             )
             functions[function.schema + "." + function.name, default: []].append(function)
         }
-        self.state.withLockedValue { $0 = (functions, .now) }
+        self.state.withLockedValue { state in
+            state.functions = functions
+            state.loadedAt = .now
+        }
     }
 }
 

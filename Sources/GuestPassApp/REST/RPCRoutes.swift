@@ -12,6 +12,9 @@ struct RPCRoutes: Sendable {
     let authenticator: Authenticator
     let catalog: FunctionCatalog
 
+    /// The largest RPC body (named arguments as one JSON object), as PostgREST's default.
+    static let bodyLimit = 1024 * 1024
+
     func register(on router: Router<AppRequestContext>) {
         router.post("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
         router.get("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
@@ -21,7 +24,7 @@ struct RPCRoutes: Sendable {
         var request = request
         let caller: Caller
         do {
-            caller = try await self.authenticator.authenticate(request)
+            caller = try await self.authenticator.authenticate(request, context)
         } catch let error as APIError {
             var converted = APIError(error.status, code: error.status == .unauthorized ? "PGRST301" : error.code, message: error.message, headers: error.headers)
             converted.postgrestShape = true
@@ -32,10 +35,20 @@ struct RPCRoutes: Sendable {
         var arguments: [String: JSONValue]
         if readOnlyRequest {
             var fromQuery: [String: JSONValue] = [:]
-            for (key, value) in request.uri.queryParameters { fromQuery[String(key)] = .string(String(value)) }
+            for (key, value) in request.uri.queryParameters {
+                // PostgreSQL text cannot hold NUL.
+                guard !key.utf8.contains(0), !value.utf8.contains(0) else {
+                    throw Self.error(.badRequest, code: "PGRST100", message: "Query parameters must not contain NUL")
+                }
+                fromQuery[String(key)] = .string(String(value))
+            }
             arguments = fromQuery
         } else {
-            arguments = try await request.jsonObject(limit: 1024 * 1024)
+            do {
+                arguments = try await request.jsonObject(limit: Self.bodyLimit)
+            } catch let error as APIError {
+                throw Self.error(error.status, code: error.status == .badRequest ? "PGRST102" : error.code, message: error.message)
+            }
         }
         // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
         let idempotencyKey = request.headers[.idempotencyKey].flatMap { $0.isEmpty || $0.count > 200 ? nil : $0 }
