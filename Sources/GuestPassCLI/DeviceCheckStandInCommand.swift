@@ -16,15 +16,15 @@ struct DeviceCheckStandInCommand: AsyncParsableCommand {
     @Option(help: "The Apple team id the JWTs must carry (iss).") var teamId: String
     @Option(help: "The key id the JWTs must carry (kid).") var keyId: String
     @Option(help: "The DeviceCheck key: its .p8 private key or public PEM.") var keyFile: String
+    @Option(help: "Milliseconds every Apple endpoint takes to answer (Apple-like latency for benchmarks).") var latencyMs = 0
 
     func run() async throws {
         let pem = try String(contentsOfFile: self.keyFile, encoding: .utf8)
         let publicKey = try (try? ES256PrivateKey(pemRepresentation: pem))?.publicKey ?? ES256PublicKey(pemRepresentation: pem)
         let logger = bootstrapLogging(label: "guestpass.devicecheck-standin")
-        let app = buildDeviceCheckStandIn(
-            configuration: StandInConfiguration(host: self.host, port: self.port, teamID: self.teamId, keyID: self.keyId, publicKey: publicKey),
-            logger: logger
-        )
+        var configuration = StandInConfiguration(host: self.host, port: self.port, teamID: self.teamId, keyID: self.keyId, publicKey: publicKey)
+        configuration.latency = .milliseconds(max(0, self.latencyMs))
+        let app = buildDeviceCheckStandIn(configuration: configuration, logger: logger)
         try await app.runService()
     }
 }

@@ -31,7 +31,8 @@ public func buildDeviceCheckStandIn(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router()
-    StandInRoutes(protocol: DeviceCheckProtocol(configuration: configuration, state: state), logger: logger).register(on: router)
+    StandInRoutes(protocol: DeviceCheckProtocol(configuration: configuration, state: state), logger: logger, latency: configuration.latency)
+        .register(on: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "devicecheck-standin"),
@@ -44,6 +45,8 @@ public func buildDeviceCheckStandIn(
 struct StandInRoutes: Sendable {
     let `protocol`: DeviceCheckProtocol
     let logger: Logger
+    /// Added to every Apple endpoint's answer time.
+    var latency: Duration = .zero
 
     /// The largest accepted request body.
     static let maximumBodySize = 64 * 1024
@@ -87,6 +90,7 @@ struct StandInRoutes: Sendable {
         let authorization = request.headers[.authorization]
         let body = try? await request.body.collect(upTo: Self.maximumBodySize).readableBytesView
         let reply: StandInReply
+        if self.latency > .zero { try await Task.sleep(for: self.latency) }
         let failure = await self.state.takeFailure(for: endpoint.rawValue)
         if let failure, failure.delay > .zero { try await Task.sleep(for: failure.delay) }
         if let failure, let status = failure.status, status != 0 {

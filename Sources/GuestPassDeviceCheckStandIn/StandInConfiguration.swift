@@ -12,6 +12,8 @@ public struct StandInConfiguration: Sendable {
     public var keyID: String
     /// The public half of the DeviceCheck key the client signs with.
     public var publicKey: ES256PublicKey
+    /// How long every Apple endpoint takes to answer (Apple's own round trips are about 100–200 ms), for benchmarks.
+    public var latency: Duration = .zero
 
     /// Creates a configuration.
     public init(host: String = "127.0.0.1", port: Int = 0, teamID: String, keyID: String, publicKey: ES256PublicKey) {
