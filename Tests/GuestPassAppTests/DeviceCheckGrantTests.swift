@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassApp
+@testable import GuestPassApp
 import GuestPassCrypto
 import GuestPassDeviceCheckStandIn
 import GuestPassPostgres
@@ -14,7 +14,7 @@ import Testing
 @Suite struct DeviceCheckGrantTests {
     /// Starts the stand-in, points the tenant's settings at it, then runs `body` with the GuestPass server.
     static func withGrantSetup(
-        crashAfterAppleUpdate: NIOLockedValueBox<Int> = NIOLockedValueBox(0),
+        crashAfterAppleUpdate: NIOLockedValueBox<Int> = NIOLockedValueBox(0), appleLatency: Duration = .zero,
         _ body: @Sendable (TestService, TestTenant, StandInState, any TestClientProtocol) async throws -> Void
     ) async throws {
         let appleKey = try ES256PrivateKey.generate()
@@ -35,10 +35,9 @@ import Testing
         let state = StandInState()
         var logger = Logger(label: "standin")
         logger.logLevel = .warning
-        let standIn = buildDeviceCheckStandIn(
-            configuration: StandInConfiguration(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: appleKey.publicKey), state: state,
-            logger: logger
-        )
+        var standInConfiguration = StandInConfiguration(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: appleKey.publicKey)
+        standInConfiguration.latency = appleLatency
+        let standIn = buildDeviceCheckStandIn(configuration: standInConfiguration, state: state, logger: logger)
         try await standIn.test(.live) { standInClient in
             let port = try #require(standInClient.port)
             try await service.owner.execute(
@@ -152,10 +151,18 @@ import Testing
             #expect(down.headers[.retryAfter] != nil)
             #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 0)
 
-            // Down during the update: the bit's fate is unknown, so the claim stays pending and is repaired later.
+            // Down during the update: a second query at once shows the bit was not set, so the claim is closed.
             await state.injectFailure(StandInFailure(status: 503, count: 1, delay: .zero, body: nil, endpoints: ["update_two_bits"]))
             let midway = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(midway.status == .serviceUnavailable)
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 0)
+
+            // Down during the update and for the query after it: the bit's fate is unknown, the claim stays pending
+            // and is repaired later.
+            await Self.failUpdateAndTheQueryAfterIt(state)
+            let unknown = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
+            #expect(unknown.status == .serviceUnavailable)
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 1)
             try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
 
             let granted = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
@@ -180,6 +187,98 @@ import Testing
             #expect(missing.status == .badRequest)
             let anonymous = try await client.call(.post, "/v1/devicecheck/grant", apiKey: tenant.publishableKey, json: #"{"device_token":"x"}"#)
             #expect(anonymous.status == .unauthorized)
+        }
+    }
+
+    /// The first two queries (before and under the lease) answer normally; the update and the query after it fail,
+    /// so the update's fate is unknown.
+    static func failUpdateAndTheQueryAfterIt(_ state: StandInState) async {
+        await state.injectFailure(StandInFailure(status: nil, count: 2, endpoints: ["query_two_bits"]))
+        await state.injectFailure(StandInFailure(status: 503, count: 1, endpoints: ["update_two_bits"]))
+        await state.injectFailure(StandInFailure(status: 503, count: 1, endpoints: ["query_two_bits"]))
+    }
+
+    /// Eight installs on one phone (eight guests, eight tokens of one device) claim at the same moment: Apple has no
+    /// compare-and-set, so only the per-app lease stands between them and eight grants.
+    @Test func eightGuestsOnOnePhoneClaimingAtOnceGetOneGrant() async throws {
+        try await Self.withGrantSetup(appleLatency: .milliseconds(40)) { service, tenant, state, client in
+            var guests: [(access: String, user: UUID)] = []
+            for _ in 0..<8 { guests.append(try await Self.session(client, tenant)) }
+            let installs = guests
+            let outcomes = try await withThrowingTaskGroup(of: JSONResponse.self) { group in
+                for guest in installs {
+                    group.addTask { try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "shared-phone")) }
+                }
+                return try await group.reduce(into: [JSONResponse]()) { $0.append($1) }
+            }
+            #expect(outcomes.allSatisfy { $0.status == .ok }, "\(outcomes.map(\.text))")
+            #expect(outcomes.filter { $0["granted"] == .bool(true) }.count == 1)
+            let users = installs.map { $0.user.uuidString.lowercased() }.joined(separator: ",")
+            #expect(
+                try await service.count("SELECT coalesce(sum(credits_balance), 0)::int FROM public.users WHERE id = ANY(string_to_array($1, ',')::uuid[])", [users]) == 10
+            )
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 0, "every claim closed")
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_leases") == 0, "the lease released")
+            #expect(await state.device("shared-phone")?.updates == 1)
+        }
+    }
+
+    /// A claim whose update's fate is unknown, then another install's grant on the same phone: the first claim's
+    /// repair finds bit0 set, but cannot prove the bit is its own, and is refused.
+    @Test func aRepairAfterAnotherInstallsGrantIsRefused() async throws {
+        try await Self.withGrantSetup { service, tenant, state, client in
+            let first = try await Self.session(client, tenant)
+            await Self.failUpdateAndTheQueryAfterIt(state)
+            let unknown = try await Self.claim(client, tenant, first.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
+            #expect(unknown.status == .serviceUnavailable)
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 1)
+
+            let second = try await Self.session(client, tenant)
+            let granted = try await Self.claim(client, tenant, second.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
+            #expect(granted["granted"] == .bool(true), "the failed update never landed: the other install gets the grant")
+
+            try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            let repaired = try await Self.claim(client, tenant, first.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
+            #expect(repaired.status == .ok)
+            #expect(repaired["granted"] == .bool(false))
+            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [first.user]) == 0)
+            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [second.user]) == 10)
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE reason = 'repair_unproven'") == 1)
+        }
+    }
+
+    /// The claim runs outside the request's task: cancelling the request does not stop it.
+    @Test func cancellingTheRequestDoesNotStopTheClaim() async throws {
+        let finished = NIOLockedValueBox(false)
+        let request = Task {
+            try await DeviceCheckGrantRoutes.uncancellable {
+                try await Task.sleep(for: .milliseconds(200))
+                finished.withLockedValue { $0 = true }
+            }
+        }
+        request.cancel()
+        _ = await request.result
+        #expect(try await eventually(timeout: .seconds(5)) { finished.withLockedValue { $0 } })
+    }
+
+    /// A client that sends its claim and hangs up before Apple answers: the claim still runs to its end.
+    @Test func aClientThatHangsUpLeavesNoPendingClaim() async throws {
+        try await Self.withGrantSetup(appleLatency: .milliseconds(300)) { service, tenant, state, client in
+            let guest = try await Self.session(client, tenant)
+            let port = try #require(client.port)
+            let body = #"{"device_token":"\#(StandInState.makeDeviceToken(deviceID: "phone-h"))"}"#
+            try RawHTTP.sendAndHangUp(
+                port: port,
+                "POST /v1/devicecheck/grant HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(tenant.publishableKey)\r\n"
+                    + "Authorization: Bearer \(guest.access)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)",
+                after: .milliseconds(100)
+            )
+            let closed = try await eventually(timeout: .seconds(10)) {
+                try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE user_id = $1 AND state <> 'pending'", [guest.user]) == 1
+            }
+            #expect(closed, "the claim was finished after the client left")
+            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)
+            #expect(await state.device("phone-h")?.updates == 1)
         }
     }
 }

@@ -112,3 +112,17 @@ import Testing
         #expect(try Fixtures.a3PublicKey().thumbprint == Fixtures.a3Thumbprint)
     }
 }
+
+/// A key derived from the signing key fails closed: nothing public stands in for the private key.
+@Suite struct DerivedKeyTests {
+    @Test func derivationNeedsThePrivateKey() throws {
+        let key = try ES256PrivateKey.generate()
+        let signer = JWTSigner(key: key)
+        #expect(try signer.derivedKey(label: "x") == (try signer.derivedKey(label: "x")))
+        #expect(try signer.derivedKey(label: "x") != (try JWTSigner(key: try ES256PrivateKey.generate()).derivedKey(label: "x")))
+
+        // A key object holding only the public half (as if export failed): derivation throws instead of using the kid.
+        let publicOnly = try ES256PrivateKey(validating: EVPKey.fromPublicKeyPEM(try key.publicKey.pemRepresentation))
+        #expect(throws: (any Error).self) { try JWTSigner(key: publicOnly).derivedKey(label: "guestpass refresh-token key v1") }
+    }
+}

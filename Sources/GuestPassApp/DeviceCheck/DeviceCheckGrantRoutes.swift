@@ -84,8 +84,13 @@ struct DeviceCheckGrantRoutes: Sendable {
             throw APIError(.badRequest, code: "invalid_device_token", message: "device_token is not a DeviceCheck token (standard base64)")
         }
         let logger = context.logger
-        // Not a child task: a client that disconnects cancels the request, never the claim half way.
-        return try await Task { try await self.claim(caller, token, logger) }.value
+        return try await Self.uncancellable { try await self.claim(caller, token, logger) }
+    }
+
+    /// Runs `body` in a task of its own, not a child of the caller's: cancelling the request (a client gone, a server
+    /// shutting down) never stops a claim half way, between Apple's update and the commit.
+    static func uncancellable<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws -> R {
+        try await Task { try await body() }.value
     }
 
     private func claim(_ caller: Caller, _ token: DeviceToken, _ logger: Logger) async throws -> Outcome {

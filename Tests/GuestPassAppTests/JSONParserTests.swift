@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+@testable import GuestPassApp
+
+/// The request-body JSON parser: strict RFC 8259, text PostgreSQL can store, bounded depth and size.
+@Suite struct JSONParserTests {
+    static func parse(_ bytes: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth, maxValues: Int = JSONParser.defaultMaxValues) throws -> JSONValue {
+        try JSONParser.parse(bytes, maxDepth: maxDepth, maxValues: maxValues)
+    }
+
+    static func parse(_ text: String) throws -> JSONValue { try self.parse(Array(text.utf8)) }
+
+    @Test func parsesEveryKindOfValue() throws {
+        let value = try Self.parse(#" {"s":"a\"b\\c\/\n\u00e9\ud83d\ude00 é","n":-12.5e1,"z":0,"t":true,"f":false,"x":null,"a":[1,[],{}]} "#)
+        #expect(
+            value
+                == .object([
+                    "s": .string("a\"b\\c/\né😀 é"), "n": .number(-125), "z": .number(0), "t": .bool(true), "f": .bool(false), "x": .null,
+                    "a": .array([.number(1), .array([]), .object([:])]),
+                ])
+        )
+        #expect(try Self.parse(#"{"k":1,"k":2}"#) == .object(["k": .number(2)]), "the last duplicate wins")
+    }
+
+    @Test(arguments: [
+        #"{"a":"\u0000"}"#, "{\"a\":\"x\u{0}y\"}", #"{"a":"\ud800"}"#, #"{"a":"\udc00"}"#, #"{"a":"\ud800\u0041"}"#,
+        #"{"a":"\ud800x"}"#, "{\"a\":\"\u{1}\"}", #"{"a":01}"#, #"{"a":1.}"#, #"{"a":.5}"#, #"{"a":1e}"#, #"{"a":-}"#,
+        #"{"a":1e999}"#, #"{"a":tru}"#, #"{"a":nul}"#, #"{"a" 1}"#, #"{"a":1,}"#, #"[1,]"#, #"{"a":1} x"#, #"{'a':1}"#,
+        #"{"a":"\x"}"#, #"{"a":"\u12"}"#, "", " ", #"{"a":"unterminated"#, #"{"a":[1,2"#,
+    ])
+    func refusesInvalidDocuments(_ text: String) {
+        #expect(throws: JSONParser.Failure.self, "\(text.debugDescription)") { try Self.parse(text) }
+    }
+
+    @Test(arguments: [
+        [0xFF], [0xFE], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+        [0xF5, 0x80, 0x80, 0x80], [0xC3], [0xE2, 0x82], [0x80],
+    ] as [[UInt8]])
+    func refusesInvalidUTF8(_ bytes: [UInt8]) {
+        let document = Array(#"{"a":""#.utf8) + bytes + Array(#""}"#.utf8)
+        #expect(throws: JSONParser.Failure.self) { try Self.parse(document) }
+    }
+
+    @Test func acceptsEveryValidUTF8Length() throws {
+        let text = "aé€😀"
+        #expect(try Self.parse(Array(#"{"a":""#.utf8) + Array(text.utf8) + Array(#""}"#.utf8)) == .object(["a": .string(text)]))
+    }
+
+    @Test func limitsDepthAndSize() throws {
+        let deep = String(repeating: "[", count: 33) + String(repeating: "]", count: 33)
+        #expect(throws: JSONParser.Failure.self) { try Self.parse(deep) }
+        let fine = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)
+        #expect(throws: Never.self) { try Self.parse(fine) }
+        // A million-deep document fails fast, without exhausting the stack.
+        let huge = String(repeating: "[", count: 1_000_000)
+        #expect(throws: JSONParser.Failure.self) { try Self.parse(huge) }
+
+        let many = "[" + Array(repeating: "{}", count: 100).joined(separator: ",") + "]"
+        #expect(throws: JSONParser.Failure.self) { try Self.parse(Array(many.utf8), maxValues: 100) }
+        #expect(throws: Never.self) { try Self.parse(Array(many.utf8), maxValues: 101) }
+    }
+
+    @Test func roundTripsThroughJSONText() throws {
+        let value = JSONValue.object(["a": .array([.string("x\u{1F600}\"\\"), .number(1.5), .null, .bool(false)])])
+        #expect(try JSONValue.parse(value.jsonText) == value)
+    }
+}
