@@ -87,6 +87,17 @@ import Testing
             let replayed = try await Self.claim(client, tenant, thief.access, token)
             #expect(replayed.status == .badRequest)
             #expect(replayed.errorCode == "device_token_reused")
+            // Another spelling of the same token (its padding removed) is the same token.
+            let unpadded = String(token.reversed().drop(while: { $0 == "=" }).reversed())
+            #expect(unpadded != token)
+            let respelled = try await Self.claim(client, tenant, thief.access, unpadded)
+            #expect(respelled.errorCode == "device_token_reused", "\(respelled.text)")
+            // A token that is not base64 is refused before it is recorded or sent to Apple.
+            let tokensBefore = try await service.count("SELECT count(*) FROM guestpass.devicecheck_tokens")
+            let malformed = try await Self.claim(client, tenant, thief.access, "not*base64")
+            #expect(malformed.status == .badRequest)
+            #expect(malformed.errorCode == "invalid_device_token")
+            #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_tokens") == tokensBefore)
 
             // Another phone gets its own grant.
             let other = try await Self.session(client, tenant)

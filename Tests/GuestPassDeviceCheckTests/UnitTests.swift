@@ -31,6 +31,21 @@ import Testing
         }
     }
 
+    /// One token has one identity, however it is spelled: replay detection keys on the decoded bytes.
+    @Test func deviceTokenSpellingsShareOneIdentity() throws {
+        let padded = try #require(DeviceToken("QUI="))
+        #expect(padded.canonical == "QUI=")
+        for spelling in ["QUI", "QUJ=", "QUJ", "QUL="] {
+            #expect(DeviceToken(spelling)?.hashHex == padded.hashHex, "\(spelling)")
+            #expect(DeviceToken(spelling)?.canonical == "QUI=", "\(spelling)")
+        }
+        #expect(padded.hashHex == Digest.sha256Hex(Array("AB".utf8)))
+        #expect(DeviceToken("QUJD")?.hashHex != padded.hashHex)
+        for bad in ["", "Q", "QUJDR", "QU=I", "QUI-", "QUI_", "QUI=\n", "=", "===="] {
+            #expect(DeviceToken(bad) == nil, "\(bad.debugDescription)")
+        }
+    }
+
     @Test func authorizationTokenIsCachedFor20Minutes() async throws {
         let key = try ES256PrivateKey.generate()
         let cache = AuthorizationTokenCache(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: key)
