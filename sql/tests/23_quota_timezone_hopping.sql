@@ -9,29 +9,7 @@ insert into public.users (id, app_id, timezone) values
     ('00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
     ('00000000-0000-4000-8000-0000000000d2', '00000000-0000-4000-8000-0000000000f1', 'UTC');
 
--- Runs p_sql as authenticated user p_user at p_at; answers its text result, or the SQLSTATE it raised.
-create function pg_temp.at(p_user uuid, p_at text, p_sql text)
-returns text
-language plpgsql
-as $$
-declare
-    v text;
-begin
-    perform set_config('guestpass.clock_override', p_at, true);
-    perform set_config(
-        'request.jwt.claims',
-        jsonb_build_object('sub', p_user, 'role', 'authenticated', 'app_id', '00000000-0000-4000-8000-0000000000f1')::text,
-        true
-    );
-    set local role authenticated;
-    execute p_sql into v;
-    reset role;
-    return v;
-exception when others then
-    reset role;
-    return sqlstate;
-end
-$$;
+\ir lib/at.sql
 
 -- Consumes until refused; answers how many were free.
 create function pg_temp.free_uses(p_user uuid, p_at text)

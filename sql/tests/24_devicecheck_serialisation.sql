@@ -16,37 +16,14 @@ insert into public.users (id, app_id) values ('00000000-0000-4000-8000-000000000
 create temporary table claim_ids (name text primary key, id uuid) on commit drop;
 grant select, insert on claim_ids to authenticated;
 
--- Runs p_sql as user p_user (app X unless p_app) at p_at; answers its text result, or the SQLSTATE it raised.
-create function pg_temp.at(p_user text, p_at text, p_sql text, p_app uuid default '00000000-0000-4000-8000-0000000000f1')
-returns text
-language plpgsql
-as $$
-declare
-    v text;
-begin
-    perform set_config('guestpass.clock_override', p_at, true);
-    perform set_config(
-        'request.jwt.claims',
-        jsonb_build_object('sub', ('00000000-0000-4000-8000-0000000000' || p_user)::uuid, 'role', 'authenticated',
-                           'app_id', p_app)::text,
-        true
-    );
-    set local role authenticated;
-    execute p_sql into v;
-    reset role;
-    return v;
-exception when others then
-    reset role;
-    return sqlstate;
-end
-$$;
+\ir lib/at.sql
 
 -- Begins a claim of p_user with token p_token at p_at and remembers it as p_name; answers the status.
 create function pg_temp.begin_claim(p_name text, p_user text, p_token text, p_at text)
 returns text
 language sql
 as $$
-    select pg_temp.at(p_user, p_at, format(
+    select pg_temp.at(('00000000-0000-4000-8000-0000000000' || p_user)::uuid, p_at, format(
         $q$with b as (select * from guestpass_server.devicecheck_begin(encode(sha256(convert_to(%L, 'UTF8')), 'hex')))
            , r as (insert into claim_ids select %L, coalesce(b.claim_id, b.pending_claim_id) from b
                    on conflict (name) do nothing returning 1)
@@ -62,37 +39,37 @@ as $$ select id from claim_ids where name = p_name $$;
 select is(pg_temp.begin_claim('c1', 'd1', 'token-1', '2025-03-10 12:00:00+00'), 'started', 'U1 starts a claim');
 select is(pg_temp.begin_claim('c2', 'd2', 'token-2', '2025-03-10 12:00:00+00'), 'started', 'U2 (same phone) starts one');
 select is(
-    pg_temp.at('d1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
     'true', 'U1 takes the app''s lease'
 );
 select is(
-    pg_temp.at('d2', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
     'false', 'U2 cannot take it while U1 holds it'
 );
 select is(
-    pg_temp.at('e1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2')),
+    pg_temp.at('00000000-0000-4000-8000-0000000000e1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2')),
                '00000000-0000-4000-8000-0000000000f2'),
     '42501', 'a user of another app cannot take app X''s lease'
 );
 select is(
-    pg_temp.at('d2', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
     '42501', 'U2 cannot take the lease for U1''s claim'
 );
 select is(
-    pg_temp.at('d1', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 0)::text', pg_temp.claim('c1'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 0)::text', pg_temp.claim('c1'))),
     '22023', 'a lease of 0 s is 22023'
 );
 select is(
-    pg_temp.at('d1', '2025-03-10 12:00:02+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c1'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:02+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c1'))),
     'true', 'U1 sets bit0 under the lease and is granted'
 );
 select is((select count(*)::integer from guestpass.devicecheck_leases), 0, 'finishing released the lease');
 select is(
-    pg_temp.at('d2', '2025-03-10 12:00:03+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:03+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
     'true', 'U2 takes the lease next'
 );
 select is(
-    pg_temp.at('d2', '2025-03-10 12:00:03+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''refused'')', pg_temp.claim('c2'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:03+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''refused'')', pg_temp.claim('c2'))),
     'false', 'U2 asks Apple again under the lease, finds bit0 set: refused'
 );
 
@@ -100,27 +77,27 @@ select is(
 select is(pg_temp.begin_claim('c3', 'd3', 'token-3', '2025-03-10 13:00:00+00'), 'started', 'U3 starts a claim');
 select is(pg_temp.begin_claim('c4', 'd4', 'token-4', '2025-03-10 13:00:00+00'), 'started', 'U4 starts a claim');
 select is(
-    pg_temp.at('d3', '2025-03-10 13:00:00+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c3'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d3', '2025-03-10 13:00:00+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c3'))),
     'true', 'U3 takes the lease (and its server crashes with it)'
 );
 select is(
-    pg_temp.at('d4', '2025-03-10 13:00:19+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:19+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
     'false', 'U4 waits while the lease lives'
 );
 select is(
-    pg_temp.at('d4', '2025-03-10 13:00:21+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:21+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
     'true', 'U4 takes it once it expired'
 );
 -- U4 finds bit0 unset (U3's update never landed) and sets it.
 select is(
-    pg_temp.at('d4', '2025-03-10 13:00:22+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c4'))),
+    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:22+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c4'))),
     'true', 'U4 is granted'
 );
 
 -- U3's pending claim, repaired later, finds bit0 set: but U4 took the lease after U3 and wrote bit0. Refused.
 select is(pg_temp.begin_claim('c3-repair', 'd3', 'token-3b', '2025-03-10 13:05:00+00'), 'repair', 'U3 retries: repair');
 select is(
-    pg_temp.at('d3', '2025-03-10 13:05:01+00',
+    pg_temp.at('00000000-0000-4000-8000-0000000000d3', '2025-03-10 13:05:01+00',
                format('select granted::text from guestpass_server.devicecheck_finish(%L, ''found_set_on_repair'')', pg_temp.claim('c3'))),
     'false', 'U3''s repair finding bit0 set is refused: another install wrote bit0 after U3 took the lease'
 );
@@ -128,7 +105,7 @@ select is(
 -- U5's claim is left pending after taking the lease (crash after Apple's update); nobody took the lease after it.
 select is(pg_temp.begin_claim('c5', 'd5', 'token-5', '2025-03-10 14:00:00+00'), 'started', 'U5 starts a claim');
 select is(
-    pg_temp.at('d5', '2025-03-10 14:00:00+00',
+    pg_temp.at('00000000-0000-4000-8000-0000000000d5', '2025-03-10 14:00:00+00',
                format($q$select guestpass_server.devicecheck_take_lease(%1$L, 20)::text
                          || (select granted::text from guestpass_server.devicecheck_finish(%1$L, 'pending'))$q$, pg_temp.claim('c5'))),
     'truefalse', 'U5 takes the lease, then its update''s fate is unknown: pending'
@@ -136,7 +113,7 @@ select is(
 
 select is(pg_temp.begin_claim('c5-repair', 'd5', 'token-5b', '2025-03-10 14:01:00+00'), 'repair', 'U5 retries: repair');
 select is(
-    pg_temp.at('d5', '2025-03-10 14:01:01+00',
+    pg_temp.at('00000000-0000-4000-8000-0000000000d5', '2025-03-10 14:01:01+00',
                format('select credits_granted::text from guestpass_server.devicecheck_finish(%L, ''found_set_on_repair'')', pg_temp.claim('c5'))),
     '10', 'U5''s repair finds bit0 set and nobody wrote after it: the bit is its own, granted'
 );
