@@ -55,6 +55,18 @@ struct DeviceCheckGrantRoutes: Sendable {
         case repair(UUID)
     }
 
+    /// A claim begun in PostgreSQL: new, or the repair of one left pending.
+    struct Claim {
+        let id: UUID
+        let repairing: Bool
+
+        /// How to end it when Apple could not be asked or refused before any update: a new claim is closed; a repair
+        /// (whose earlier update may have landed) is parked again.
+        var nothingWritten: Finish { self.repairing ? .pending : .failed }
+        /// How to end it when Apple says bit0 is set: a new claim is refused; a repair is granted only with proof.
+        var bit0AlreadySet: Finish { self.repairing ? .foundSetOnRepair : .refused }
+    }
+
     /// The outcomes `guestpass_server.devicecheck_finish` takes.
     enum Finish: String {
         /// bit0 was unset and this claim set it.
@@ -101,8 +113,7 @@ struct DeviceCheckGrantRoutes: Sendable {
                 PostgresStatement("SELECT * FROM guestpass_server.app_devicecheck_settings()"),
             ]
         )
-        let claim: UUID
-        let repairing: Bool
+        let claim: Claim
         switch try Self.start(begun.first?.first) {
         case .alreadyClaimed:
             return Outcome(granted: false, reason: "already_claimed", credits_granted: 0, credits_balance: nil)
@@ -110,22 +121,20 @@ struct DeviceCheckGrantRoutes: Sendable {
             throw APIError(.badRequest, code: "device_token_reused", message: "This DeviceCheck token was used before; generate a new one")
         case .inProgress:
             throw APIError(.conflict, code: "grant_in_progress", message: "A grant for this user is in progress; retry shortly", headers: [.retryAfter: "2"])
-        case .started(let id): (claim, repairing) = (id, false)
-        case .repair(let id): (claim, repairing) = (id, true)
+        case .started(let id): claim = Claim(id: id, repairing: false)
+        case .repair(let id): claim = Claim(id: id, repairing: true)
         }
-        // Until bit0 may have been written, a failure closes the claim; a repair's earlier update may have landed, so
-        // a repair is only ever parked.
-        let nothingWritten: Finish = repairing ? .pending : .failed
+        let nothingWritten = claim.nothingWritten
 
         let client: DeviceCheckClient
         do {
             guard let settingsRow = begun.last?.first, let settings = try DeviceCheckSettings(row: settingsRow) else {
-                try await self.finish(caller, claim, nothingWritten)
+                try await self.finish(caller, claim.id, nothingWritten)
                 throw APIError(.serviceUnavailable, code: "devicecheck_not_configured", message: "DeviceCheck is not configured for this app")
             }
             client = try self.clients.client(for: settings)
         } catch let error as DeviceCheckError {
-            try await self.finish(caller, claim, nothingWritten)
+            try await self.finish(caller, claim.id, nothingWritten)
             throw self.unavailable(error, logger)
         }
 
@@ -134,19 +143,19 @@ struct DeviceCheckGrantRoutes: Sendable {
         do {
             seen = try await client.queryTwoBits(token.canonical)
         } catch let error as DeviceCheckError {
-            try await self.finish(caller, claim, nothingWritten)
+            try await self.finish(caller, claim.id, nothingWritten)
             throw self.translate(error, logger)
         }
         if seen.bit0 {
-            return try await self.finish(caller, claim, repairing ? .foundSetOnRepair : .refused)
+            return try await self.finish(caller, claim.id, claim.bit0AlreadySet)
         }
 
         // 2. bit0 unset: ask again and set it under the app's lease, so two installs cannot both see it unset.
-        let outcome = try await self.lease.withLease(caller.identity, app: caller.appID, claim: claim) {
-            try await self.setBit0UnderLease(caller, claim, token, client, nothingWritten: nothingWritten, logger)
+        let outcome = try await self.lease.withLease(caller.identity, app: caller.appID, claim: claim.id) {
+            try await self.setBit0UnderLease(caller, claim, token, client, logger)
         }
         guard let outcome else {
-            try await self.finish(caller, claim, nothingWritten)
+            try await self.finish(caller, claim.id, nothingWritten)
             throw APIError(
                 .serviceUnavailable, code: "devicecheck_busy", message: "Too many welcome grants at once; nothing was granted, retry shortly",
                 headers: [.retryAfter: "2"]
@@ -157,17 +166,18 @@ struct DeviceCheckGrantRoutes: Sendable {
 
     /// Holding the lease: the second query, the update, and the finish that releases the lease.
     private func setBit0UnderLease(
-        _ caller: Caller, _ claim: UUID, _ token: DeviceToken, _ client: DeviceCheckClient, nothingWritten: Finish, _ logger: Logger
+        _ caller: Caller, _ ticket: Claim, _ token: DeviceToken, _ client: DeviceCheckClient, _ logger: Logger
     ) async throws -> Outcome {
+        let claim = ticket.id
         let bits: DeviceBits
         do {
             bits = try await client.queryTwoBits(token.canonical)
         } catch let error as DeviceCheckError {
-            try await self.finish(caller, claim, nothingWritten)
+            try await self.finish(caller, claim, ticket.nothingWritten)
             throw self.translate(error, logger)
         }
         if bits.bit0 {
-            return try await self.finish(caller, claim, nothingWritten == .pending ? .foundSetOnRepair : .refused)
+            return try await self.finish(caller, claim, ticket.bit0AlreadySet)
         }
         do {
             try await client.updateTwoBits(token.canonical, bit0: true, bit1: bits.bit1)
