@@ -29,16 +29,12 @@ struct Authenticator: Sendable {
     let tokens: TokenService
 
     func authenticate(_ request: Request, _ context: AppRequestContext) async throws -> Caller {
-        var key = request.headers[.apiKey]
-        if key == nil, let fromQuery = request.uri.queryParameters["apikey"].map(String.init) {
-            // Query strings end up in proxy and access logs: a secret key must never travel there.
-            if APIKey.kind(of: fromQuery) == .secret {
-                throw APIError(
-                    .unauthorized, code: "secret_key_in_url", message: "Secret keys are accepted only in the apikey header"
-                )
-            }
-            key = fromQuery
+        let inURL: [String] = request.uri.queryParameters.getAll("apikey")
+        // URLs end up in proxy and access logs: a secret key there is refused, wherever it stands.
+        if inURL.contains(where: { APIKey.kind(of: $0.removingPercentEncoding ?? $0) == .secret }) {
+            throw APIError(.unauthorized, code: "secret_key_in_url", message: "Secret keys are accepted only in the apikey header")
         }
+        let key = request.headers[.apiKey] ?? inURL.first
         guard let key, !key.isEmpty else {
             throw APIError(.unauthorized, code: "no_api_key", message: "No API key found in request")
         }

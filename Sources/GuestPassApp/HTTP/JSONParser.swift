@@ -6,6 +6,7 @@ import Foundation
 /// `JSONParser.Failure` the routes turn into a 400: invalid UTF-8, unpaired surrogate escapes, NUL (`\u0000` or a raw
 /// byte; PostgreSQL text cannot hold it), control characters in strings, nesting deeper than `maxDepth`, more than
 /// `maxValues` values in one document (a 1 MiB body of `[{},{},…]` is 330,000 of them), and trailing bytes.
+/// Strings are validated and copied byte runs at a time, then decoded once.
 /// Numbers become `Double`, as `JSONValue` holds them; for duplicate keys the last one wins.
 struct JSONParser {
     struct Failure: Error, CustomStringConvertible {
@@ -14,8 +15,9 @@ struct JSONParser {
 
     /// The deepest nesting of arrays and objects accepted.
     static let defaultMaxDepth = 32
-    /// The most values (scalars, arrays and objects) accepted in one document.
-    static let defaultMaxValues = 100_000
+    /// The most values (scalars, arrays and objects) accepted in one document: far more than any call of an app
+    /// needs, few enough that the worst document of that many values parses in a few milliseconds.
+    static let defaultMaxValues = 20_000
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
@@ -110,25 +112,37 @@ struct JSONParser {
 
     private mutating func string() throws -> String {
         self.index += 1  // the opening quote
-        var scalars = String.UnicodeScalarView()
+        var utf8: [UInt8] = []
         while true {
+            // A run up to the next quote, backslash or control byte is checked and copied at once.
+            let runStart = self.index
+            var highBits: UInt8 = 0
+            while self.index < self.bytes.count {
+                let byte = self.bytes[self.index]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { break }
+                highBits |= byte
+                self.index += 1
+            }
+            if self.index > runStart {
+                let run = UnsafeBufferPointer(rebasing: self.bytes[runStart..<self.index])
+                // Not ASCII: the standard library's validation refuses overlong forms, surrogates and truncation.
+                if highBits >= 0x80, String(validating: run, as: UTF8.self) == nil {
+                    throw Failure(description: "invalid UTF-8 in the string at byte \(runStart)")
+                }
+                utf8.append(contentsOf: run)
+            }
             guard let byte = self.peek() else { throw Failure(description: "unterminated string") }
             switch byte {
             case UInt8(ascii: "\""):
                 self.index += 1
-                return String(scalars)
+                return String(decoding: utf8, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 self.index += 1
-                scalars.append(try self.escape())
+                Self.appendUTF8(of: try self.escape(), to: &utf8)
             case 0x00:
                 throw Failure(description: "strings must not contain NUL")
-            case 0x01..<0x20:
-                throw Failure(description: "control character in a string at byte \(self.index)")
-            case 0x20..<0x80:
-                scalars.append(Unicode.Scalar(byte))
-                self.index += 1
             default:
-                scalars.append(try self.utf8Scalar())
+                throw Failure(description: "control character in a string at byte \(self.index)")
             }
         }
     }
@@ -164,10 +178,31 @@ struct JSONParser {
         }
     }
 
+    private static func appendUTF8(of scalar: Unicode.Scalar, to bytes: inout [UInt8]) {
+        let value = scalar.value
+        switch value {
+        case 0..<0x80:
+            bytes.append(UInt8(value))
+        case 0x80..<0x800:
+            bytes.append(0xC0 | UInt8(value >> 6))
+            bytes.append(0x80 | UInt8(value & 0x3F))
+        case 0x800..<0x10000:
+            bytes.append(0xE0 | UInt8(value >> 12))
+            bytes.append(0x80 | UInt8((value >> 6) & 0x3F))
+            bytes.append(0x80 | UInt8(value & 0x3F))
+        default:
+            bytes.append(0xF0 | UInt8(value >> 18))
+            bytes.append(0x80 | UInt8((value >> 12) & 0x3F))
+            bytes.append(0x80 | UInt8((value >> 6) & 0x3F))
+            bytes.append(0x80 | UInt8(value & 0x3F))
+        }
+    }
+
     private mutating func hex4() throws -> UInt32 {
+        guard self.index + 4 <= self.bytes.count else { throw Failure(description: "unterminated \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = self.peek() else { throw Failure(description: "unterminated \\u escape") }
+            let byte = self.bytes[self.index]
             let digit: UInt32
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
@@ -179,31 +214,6 @@ struct JSONParser {
             self.index += 1
         }
         return value
-    }
-
-    /// One UTF-8 encoded scalar (2 to 4 bytes), strictly: no overlong forms, no surrogates, nothing above U+10FFFF.
-    private mutating func utf8Scalar() throws -> Unicode.Scalar {
-        let lead = self.bytes[self.index]
-        let length: Int
-        var value: UInt32
-        let minimum: UInt32
-        switch lead {
-        case 0xC2...0xDF: (length, value, minimum) = (2, UInt32(lead & 0x1F), 0x80)
-        case 0xE0...0xEF: (length, value, minimum) = (3, UInt32(lead & 0x0F), 0x800)
-        case 0xF0...0xF4: (length, value, minimum) = (4, UInt32(lead & 0x07), 0x10000)
-        default: throw Failure(description: "invalid UTF-8 at byte \(self.index)")
-        }
-        guard self.index + length <= self.bytes.count else { throw Failure(description: "truncated UTF-8 at byte \(self.index)") }
-        for offset in 1..<length {
-            let continuation = self.bytes[self.index + offset]
-            guard continuation & 0xC0 == 0x80 else { throw Failure(description: "invalid UTF-8 at byte \(self.index)") }
-            value = value << 6 | UInt32(continuation & 0x3F)
-        }
-        guard value >= minimum, value <= 0x10FFFF, let scalar = Unicode.Scalar(value) else {
-            throw Failure(description: "invalid UTF-8 at byte \(self.index)")
-        }
-        self.index += length
-        return scalar
     }
 
     // MARK: Numbers and literals

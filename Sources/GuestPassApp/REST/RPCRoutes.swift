@@ -35,12 +35,15 @@ struct RPCRoutes: Sendable {
         var arguments: [String: JSONValue]
         if readOnlyRequest {
             var fromQuery: [String: JSONValue] = [:]
-            for (key, value) in request.uri.queryParameters {
+            for (encodedKey, value) in request.uri.queryParameters {
+                let key = String(encodedKey).removingPercentEncoding ?? String(encodedKey)
+                // The publishable key may travel in the URL; it is never a function argument.
+                if key == "apikey" { continue }
                 // PostgreSQL text cannot hold NUL.
                 guard !key.utf8.contains(0), !value.utf8.contains(0) else {
                     throw Self.error(.badRequest, code: "PGRST100", message: "Query parameters must not contain NUL")
                 }
-                fromQuery[String(key)] = .string(String(value))
+                fromQuery[key] = .string(String(value))
             }
             arguments = fromQuery
         } else {
@@ -51,7 +54,14 @@ struct RPCRoutes: Sendable {
             }
         }
         // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
-        let idempotencyKey = request.headers[.idempotencyKey].flatMap { $0.isEmpty || $0.count > 200 ? nil : $0 }
+        var idempotencyKey: String?
+        if let header = request.headers[.idempotencyKey] {
+            // Visible ASCII only: bytes the HTTP layer could not decode would all collapse into one key.
+            guard (1...200).contains(header.utf8.count), header.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw Self.error(.badRequest, code: "PGRST100", message: "Idempotency-Key must be 1 to 200 visible ASCII characters")
+            }
+            idempotencyKey = header
+        }
         let explicitRequestID = arguments["p_request_id"] != nil
 
         var function = try self.match(try await self.catalog.overloads(schema: schema, name: name), arguments)
@@ -62,7 +72,9 @@ struct RPCRoutes: Sendable {
             arguments["p_request_id"] = .string(idempotencyKey)
         }
         guard let function else {
-            let names = arguments.keys.sorted().joined(separator: ", ")
+            // At most ten names: the message must not grow with the body.
+            let sorted = arguments.keys.sorted()
+            let names = sorted.prefix(10).joined(separator: ", ") + (sorted.count > 10 ? ", …" : "")
             throw Self.error(
                 .notFound, code: "PGRST202",
                 message: "Could not find the function \(schema).\(name)(\(names)) in the schema cache",
