@@ -14,7 +14,8 @@
 #
 # Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk
 # threads / pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none),
-# BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_KEEP_CLUSTER=1 (keep the cluster afterwards).
+# BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_BIN=PATH (use that guestpass binary, no build),
+# BENCH_KEEP_CLUSTER=1 (keep the cluster afterwards).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT" || exit 1
@@ -50,6 +51,11 @@ bench_prepare_tools() {
 
 # The release build, before anything needs tearing down.
 bench_build() {
+  if [ -n "${BENCH_BIN:-}" ]; then
+    BIN="$BENCH_BIN"
+    [ -x "$BIN" ] || gp_die "BENCH_BIN=$BIN is not an executable"
+    return 0
+  fi
   if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
     gp_log "building (swift build -c release)"
     swift build -c release
