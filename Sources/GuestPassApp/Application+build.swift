@@ -31,7 +31,8 @@ func buildRouter(
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .debug))
-    router.add(middleware: APIErrorMiddleware())
+    // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
+    router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
     HealthRoutes(pool: pool).register(on: router)
     AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)

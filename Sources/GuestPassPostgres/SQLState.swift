@@ -29,4 +29,19 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let readOnlySQLTransaction = SQLState("25006")
     public static let tooManyConnections = SQLState("53300")
     public static let lockNotAvailable = SQLState("55P03")
+    public static let invalidParameterValue = SQLState("22023")
+    /// GuestPass's own: a rate limit or quota is exhausted (HTTP 429; the detail holds the seconds to wait).
+    public static let rateLimited = SQLState("PT429")
+
+    /// Whether the class says the server or the connection failed, not the statement: 08 (connection), 53
+    /// (insufficient resources), 57 (operator intervention, e.g. a shutdown) but not 57014 (a cancelled statement).
+    public var isUnavailability: Bool {
+        ["08", "53", "57"].contains(self.errorClass) && self != .queryCanceled
+    }
+
+    /// Whether the class says the statement's input was wrong (PostgREST answers these 400): 22 (data exception),
+    /// 23 (integrity), 42 (syntax or access rule), P0 (raise), 0A, 2B, 2F, 39, 44.
+    public var isClientError: Bool {
+        ["22", "23", "42", "P0", "0A", "2B", "2F", "39", "44"].contains(self.errorClass)
+    }
 }

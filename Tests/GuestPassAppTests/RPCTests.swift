@@ -173,6 +173,51 @@ import Testing
         }
     }
 
+    /// A request that waits past the pool's acquire timeout is a 503 in PostgREST's shape (`PGRST003`), not GoTrue's.
+    @Test func poolAcquireTimeoutIsA503InPostgRESTShape() async throws {
+        var configured = try await TestService.make(examples: true)
+        configured.configuration.databasePoolSize = 1
+        configured.configuration.databaseAcquireTimeout = .seconds(1)
+        let service = configured
+        defer { Task { await service.tearDown() } }
+        try await service.owner.execute(
+            "CREATE FUNCTION public.test_sleep(p_seconds double precision) RETURNS integer LANGUAGE sql AS 'SELECT 1 FROM pg_sleep(p_seconds)'"
+        )
+        try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.test_sleep(double precision) TO authenticated")
+        let tenant = try await service.createTenant()
+        try await service.withServer { client in
+            let guest = try await Self.guest(client, tenant)
+            #expect(try await Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":0}"#).status == .ok)
+            async let holder = Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":3}"#)
+            try await Task.sleep(for: .milliseconds(300))  // the one connection is taken by then
+            let waited = try await Self.rpc(client, tenant, "get_quota", guest)
+            #expect(waited.status == .serviceUnavailable)
+            #expect(waited.errorCode == "PGRST003")
+            #expect(waited.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(waited.text)")
+            #expect(try await holder.status == .ok)
+        }
+    }
+
+    /// A database that is down is a 503 in PostgREST's shape (`PGRST000`) under /rest/v1 and GoTrue's under /auth/v1.
+    @Test func databaseDownIsA503InEachGroupsShape() async throws {
+        let healthy = try await TestService.make(examples: true)
+        defer { Task { await healthy.tearDown() } }
+        let tenant = try await healthy.createTenant()
+        var service = healthy
+        service.configuration.databaseURL = "postgresql://guestpass_authenticator@127.0.0.1:1/nowhere?connect_timeout=1"
+        let down = service
+        try await down.withServer { client in
+            let rpc = try await Self.rpc(client, tenant, "get_quota", nil)
+            #expect(rpc.status == .serviceUnavailable)
+            #expect(rpc.errorCode == "PGRST000")
+            #expect(rpc.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(rpc.text)")
+            let signUp = try await client.signUp(tenant)
+            #expect(signUp.status == .serviceUnavailable)
+            #expect(signUp.errorCode == "database_unavailable")
+            #expect(signUp.body.keys.sorted() == ["code", "message"], "GoTrue's shape: \(signUp.text)")
+        }
+    }
+
     @Test func newFunctionsAreCallableWithoutARestart() async throws {
         let service = try await TestService.make(examples: true)
         defer { Task { await service.tearDown() } }

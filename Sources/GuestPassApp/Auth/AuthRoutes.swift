@@ -16,7 +16,7 @@ struct AuthRoutes: Sendable {
     static let tokenBodyLimit = 4 * 1024
 
     func register(on router: Router<AppRequestContext>) {
-        let auth = router.group("auth/v1")
+        let auth = router.group("auth/v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
         auth.post("signup") { request, context in try await self.signUp(request, context) }
         auth.post("token") { request, context in try await self.token(request, context) }
         auth.get("user") { request, context in try await self.user(request, context) }
@@ -60,21 +60,7 @@ struct AuthRoutes: Sendable {
         let anon = RequestIdentity(
             role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#, clientAddress: ip
         )
-        let row: PostgresRow
-        do {
-            guard let first = try await self.pool.requestTransaction(anon, [statement]).first?.first else {
-                throw APIError(.internalServerError, code: "unexpected_failure", message: "Sign-up returned nothing")
-            }
-            row = first
-        } catch let error as PostgresError where error.sqlState == SQLState("PT429") {
-            let retryAfter = Int(error.detail ?? "") ?? 60
-            throw APIError(
-                .tooManyRequests, code: "over_request_rate_limit", message: "Too many sign-ups; retry later",
-                headers: [.retryAfter: String(max(1, retryAfter))]
-            )
-        } catch let error as PostgresError where error.sqlState == SQLState("22023") {
-            throw APIError.validation(error.message)
-        }
+        guard let row = try await self.pool.requestTransaction(anon, [statement]).first?.first else { throw APIError.unexpected }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
             lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")

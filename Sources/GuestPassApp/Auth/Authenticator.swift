@@ -42,13 +42,12 @@ struct Authenticator: Sendable {
             throw APIError(.unauthorized, code: "invalid_api_key", message: "Invalid API key")
         }
         let clientAddress = request.clientIP(context: context, trustedHeader: self.tokens.configuration.trustedProxyHeader)
-        guard let authorization = request.headers[.authorization] else {
+        guard request.headers[.authorization] != nil else {
             return Caller(grant: grant, token: nil, clientAddress: clientAddress)
         }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+        guard let bearer = request.bearerCredential else {
             throw APIError.unauthorized("bad_jwt", "Authorization must be a Bearer token")
         }
-        let bearer = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         // The SDKs send the API key itself as the bearer until there is a session.
         if bearer == key { return Caller(grant: grant, token: nil, clientAddress: clientAddress) }
         let token: VerifiedAccessToken

@@ -4,7 +4,6 @@ import GuestPassDeviceCheck
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
-import Logging
 
 /// `POST /v1/devicecheck/grant` `{"device_token": "…"}`: the welcome credits, once per physical device.
 ///
@@ -82,7 +81,8 @@ struct DeviceCheckGrantRoutes: Sendable {
     }
 
     func register(on router: Router<AppRequestContext>) {
-        router.post("v1/devicecheck/grant") { request, context in try await self.grant(request, context) }
+        router.group("v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
+            .post("devicecheck/grant") { request, context in try await self.grant(request, context) }
     }
 
     func grant(_ request: Request, _ context: AppRequestContext) async throws -> Outcome {
@@ -95,8 +95,7 @@ struct DeviceCheckGrantRoutes: Sendable {
         guard let token = DeviceToken(text) else {
             throw APIError(.badRequest, code: "invalid_device_token", message: "device_token is not a DeviceCheck token (standard base64)")
         }
-        let logger = context.logger
-        return try await Self.uncancellable { try await self.claim(caller, token, logger) }
+        return try await Self.uncancellable { try await self.claim(caller, token) }
     }
 
     /// Runs `body` in a task of its own, not a child of the caller's: cancelling the request (a client gone, a server
@@ -105,7 +104,7 @@ struct DeviceCheckGrantRoutes: Sendable {
         try await Task { try await body() }.value
     }
 
-    private func claim(_ caller: Caller, _ token: DeviceToken, _ logger: Logger) async throws -> Outcome {
+    private func claim(_ caller: Caller, _ token: DeviceToken) async throws -> Outcome {
         let begun = try await self.pool.requestTransaction(
             caller.identity,
             [
@@ -135,7 +134,7 @@ struct DeviceCheckGrantRoutes: Sendable {
             client = try self.clients.client(for: settings)
         } catch let error as DeviceCheckError {
             try await self.finish(caller, claim.id, nothingWritten)
-            throw self.unavailable(error, logger)
+            throw error
         }
 
         // 1. Without the lease: most devices that already had their grant are answered here.
@@ -144,7 +143,7 @@ struct DeviceCheckGrantRoutes: Sendable {
             seen = try await client.queryTwoBits(token.canonical)
         } catch let error as DeviceCheckError {
             try await self.finish(caller, claim.id, nothingWritten)
-            throw self.translate(error, logger)
+            throw error
         }
         if seen.bit0 {
             return try await self.finish(caller, claim.id, claim.bit0AlreadySet)
@@ -152,7 +151,7 @@ struct DeviceCheckGrantRoutes: Sendable {
 
         // 2. bit0 unset: ask again and set it under the app's lease, so two installs cannot both see it unset.
         let outcome = try await self.lease.withLease(caller.identity, app: caller.appID, claim: claim.id) {
-            try await self.setBit0UnderLease(caller, claim, token, client, logger)
+            try await self.setBit0UnderLease(caller, claim, token, client)
         }
         guard let outcome else {
             try await self.finish(caller, claim.id, nothingWritten)
@@ -166,7 +165,7 @@ struct DeviceCheckGrantRoutes: Sendable {
 
     /// Holding the lease: the second query, the update, and the finish that releases the lease.
     private func setBit0UnderLease(
-        _ caller: Caller, _ ticket: Claim, _ token: DeviceToken, _ client: DeviceCheckClient, _ logger: Logger
+        _ caller: Caller, _ ticket: Claim, _ token: DeviceToken, _ client: DeviceCheckClient
     ) async throws -> Outcome {
         let claim = ticket.id
         let bits: DeviceBits
@@ -174,7 +173,7 @@ struct DeviceCheckGrantRoutes: Sendable {
             bits = try await client.queryTwoBits(token.canonical)
         } catch let error as DeviceCheckError {
             try await self.finish(caller, claim, ticket.nothingWritten)
-            throw self.translate(error, logger)
+            throw error
         }
         if bits.bit0 {
             return try await self.finish(caller, claim, ticket.bit0AlreadySet)
@@ -185,11 +184,11 @@ struct DeviceCheckGrantRoutes: Sendable {
             // Did it land? Nobody else can have written since: we hold the lease.
             guard let after = try? await client.queryTwoBits(token.canonical) else {
                 try await self.finish(caller, claim, .pending)
-                throw self.translate(error, logger)
+                throw error
             }
             if after.bit0 { return try await self.finish(caller, claim, .granted) }
             try await self.finish(caller, claim, .failed)
-            throw self.translate(error, logger)
+            throw error
         }
         do {
             try await self.afterAppleUpdate()
@@ -223,20 +222,5 @@ struct DeviceCheckGrantRoutes: Sendable {
         case "repair": return .repair(try row.decode(UUID.self, "pending_claim_id"))
         case let status: throw PostgresError(.protocolViolation, message: "devicecheck_begin answered an unknown status \(status)")
         }
-    }
-
-    private func translate(_ error: DeviceCheckError, _ logger: Logger) -> APIError {
-        if error.kind == .badDeviceToken {
-            return APIError(.badRequest, code: "invalid_device_token", message: "Apple rejected the DeviceCheck token")
-        }
-        return self.unavailable(error, logger)
-    }
-
-    private func unavailable(_ error: DeviceCheckError, _ logger: Logger) -> APIError {
-        logger.error("DeviceCheck call failed", metadata: ["devicecheck.error": "\(error)"])
-        return APIError(
-            .serviceUnavailable, code: "devicecheck_unavailable", message: "Apple DeviceCheck is unavailable; nothing was granted, retry later",
-            headers: [.retryAfter: "5"]
-        )
     }
 }

@@ -1,41 +1,40 @@
 import Foundation
+import GuestPassDeviceCheck
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 
-/// An error answered in the documented shape `{"code": "<string>", "message": "…"}` (GoTrue's 2024-01-01 format),
-/// with `x-sb-error-code` set. Messages never carry secrets, tokens or SQL.
-public struct APIError: Error, HTTPResponseError, Sendable {
+/// The error shape of a route group. Each group declares its dialect once (`ErrorMiddleware(dialect:)`); handlers
+/// throw `APIError`s, `PostgresError`s or `DeviceCheckError`s and never build a body themselves.
+public enum ErrorDialect: Sendable {
+    /// `{"code": "…", "message": "…"}`: GoTrue's 2024-01-01 shape, for `/auth/v1` and GuestPass's own `/v1`.
+    case goTrue
+    /// `{"code", "message", "details", "hint"}`, every key present: PostgREST's shape, for `/rest/v1`.
+    case postgREST
+}
+
+/// An error answered to the client: status, code, message (never secrets, tokens or SQL), PostgREST's optional
+/// details and hint, and extra headers (`Retry-After`, `WWW-Authenticate`).
+public struct APIError: Error, Sendable {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String
-    /// Extra response headers (`Retry-After`, `WWW-Authenticate`).
-    public var headers: HTTPFields = [:]
-    /// PostgREST's shape adds `details` and `hint` (the `/rest/v1` routes use it).
-    public var postgrestShape = false
     public var details: String?
     public var hint: String?
+    public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String, headers: HTTPFields = [:]) {
+    public init(
+        _ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil,
+        headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.message = message
+        self.details = details
+        self.hint = hint
         self.headers = headers
-    }
-
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let data: Data
-        if self.postgrestShape {
-            data = try JSONEncoder().encode(PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
-        } else {
-            data = try JSONEncoder().encode(ErrorBody(code: self.code, message: self.message))
-        }
-        var headers = self.headers
-        headers[.contentType] = "application/json"
-        headers[.supabaseErrorCode] = self.code
-        if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
-        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
     }
 
     // MARK: Common errors
@@ -47,26 +46,127 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     static func unauthorized(_ code: String, _ message: String) -> APIError {
         APIError(.unauthorized, code: code, message: message, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
     }
-    static let databaseUnavailable = APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is unavailable; retry shortly")
+    static let unexpected = APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+}
 
-    /// Maps data-layer failures: connection trouble is a retryable 503, a data exception (class 22) the client's 400.
-    static func from(_ error: PostgresError) -> APIError {
-        if error.isConnectionError || error.kind == .acquireTimeout || error.kind == .poolClosed || error.sqlState?.errorClass == "53" {
-            return .databaseUnavailable
+// MARK: - The one mapping
+
+extension APIError {
+    /// Every failure as the answer of a route group speaking `dialect`: the one place where SQLSTATEs, data-layer and
+    /// DeviceCheck failures and domain errors become HTTP statuses, codes and headers. `withToken`: the request carried
+    /// an access token (PostgREST answers 42501 with 403 then, else 401).
+    static func answer(for error: any Error, dialect: ErrorDialect, withToken: Bool) -> APIError {
+        switch error {
+        case let error as APIError: return dialect == .postgREST ? error.inPostgRESTDialect : error
+        case let error as PostgresError: return self.database(error, dialect: dialect, withToken: withToken)
+        case let error as DeviceCheckError:
+            if error.kind == .badDeviceToken {
+                return APIError(.badRequest, code: "invalid_device_token", message: "Apple rejected the DeviceCheck token")
+            }
+            return APIError(
+                .serviceUnavailable, code: "devicecheck_unavailable",
+                message: "Apple DeviceCheck is unavailable; nothing was granted, retry later", headers: [.retryAfter: "5"]
+            )
+        case let error as HTTPError:
+            let code = error.status == .notFound ? "not_found" : error.status.code == 413 ? "request_too_large" : "bad_request"
+            return APIError(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+        default:
+            return .unexpected
         }
-        if error.sqlState == .queryCanceled {
-            return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+    }
+
+    /// PostgREST's codes for what the auth layer and the body parser refuse.
+    private var inPostgRESTDialect: APIError {
+        var converted = self
+        if self.status == .unauthorized {
+            converted = APIError(.unauthorized, code: "PGRST301", message: self.message, headers: self.headers)
+        } else if self.code == "bad_json" {
+            converted = APIError(.badRequest, code: "PGRST102", message: self.message, headers: self.headers)
         }
-        // Data exceptions (22xxx: NUL or invalid text, bad formats, out-of-range values) come from the client's values.
-        if error.kind == .server, error.sqlState?.errorClass == "22" {
-            return .validation("A value in the request is not valid (SQLSTATE \(error.sqlState?.rawValue ?? "22000"))")
+        return converted
+    }
+
+    private static func database(_ error: PostgresError, dialect: ErrorDialect, withToken: Bool) -> APIError {
+        let state = error.sqlState
+        if error.kind == .acquireTimeout {
+            return dialect == .postgREST
+                ? APIError(.serviceUnavailable, code: "PGRST003", message: "Timed out acquiring connection from connection pool.", headers: [.retryAfter: "1"])
+                : APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is busy; retry shortly", headers: [.retryAfter: "1"])
         }
-        return APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+        if error.kind == .decoding || error.kind == .protocolViolation { return .unexpected }
+        if error.kind != .server || state?.isUnavailability == true {
+            return dialect == .postgREST
+                ? APIError(.serviceUnavailable, code: "PGRST000", message: "Could not connect with the database")
+                : APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is unavailable; retry shortly")
+        }
+        let wait = error.detail.flatMap { Int($0) }.map { String(max(1, $0)) }
+        switch dialect {
+        case .postgREST:
+            return self.postgREST(error, withToken: withToken, retryAfter: wait)
+        case .goTrue:
+            switch state {
+            case .rateLimited:
+                return APIError(.tooManyRequests, code: "over_request_rate_limit", message: "Too many requests; retry later", headers: [.retryAfter: wait ?? "60"])
+            case .queryCanceled:
+                return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+            case .invalidParameterValue:
+                return .validation(error.message)
+            case let state? where state.errorClass == "22":
+                // 22xxx: NUL or invalid text, bad formats, out-of-range values - the client's values.
+                return .validation("A value in the request is not valid (SQLSTATE \(state.rawValue))")
+            default:
+                return .unexpected
+            }
+        }
+    }
+
+    /// PostgREST's SQLSTATE → HTTP table; the code is the SQLSTATE.
+    private static func postgREST(_ error: PostgresError, withToken: Bool, retryAfter: String?) -> APIError {
+        let state = error.sqlState ?? SQLState("XX000")
+        var headers: HTTPFields = [:]
+        let status: HTTPResponse.Status
+        switch state {
+        case .insufficientPrivilege:
+            status = withToken ? .forbidden : .unauthorized
+            if !withToken { headers[.wwwAuthenticate] = "Bearer" }
+        case .uniqueViolation, .foreignKeyViolation, .serializationFailure, .deadlockDetected: status = .conflict
+        case .readOnlySQLTransaction: status = .methodNotAllowed
+        case .undefinedFunction, .undefinedTable: status = .notFound
+        case .queryCanceled: status = .serviceUnavailable
+        case _ where state.rawValue.hasPrefix("PT"):
+            status = Int(state.rawValue.dropFirst(2)).flatMap { (400...599).contains($0) ? HTTPResponse.Status(code: $0) : nil } ?? .badRequest
+        case _ where state.isClientError:
+            status = .badRequest
+        default:
+            status = .internalServerError
+        }
+        if status == .tooManyRequests, let retryAfter { headers[.retryAfter] = retryAfter }
+        if status == .internalServerError { return APIError(status, code: state.rawValue, message: "Unexpected failure") }
+        return APIError(status, code: state.rawValue, message: error.message, details: error.detail, hint: error.hint, headers: headers)
     }
 }
 
-/// The documented error body of the auth API.
-struct ErrorBody: Codable {
+// MARK: - Rendering
+
+extension APIError {
+    /// The response in `dialect`'s shape, with `x-sb-error-code` and the client's `X-Supabase-Api-Version` echoed.
+    func response(dialect: ErrorDialect, request: Request) throws -> Response {
+        let data: Data
+        switch dialect {
+        case .goTrue: data = try JSONEncoder().encode(GoTrueErrorBody(code: self.code, message: self.message))
+        case .postgREST:
+            data = try JSONEncoder().encode(PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
+        }
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        headers[.supabaseErrorCode] = self.code
+        if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
+        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+}
+
+/// GoTrue's error body.
+struct GoTrueErrorBody: Codable {
     let code: String
     let message: String
 }
@@ -94,23 +194,26 @@ extension HTTPField.Name {
     static let idempotencyKey = Self("Idempotency-Key")!
 }
 
-/// Turns stray errors into the documented error shape: a PostgresError that escaped a route becomes a 503 or 500
-/// without internals; Hummingbird's own HTTP errors keep their status.
-struct APIErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+/// Answers every error of its route group in the group's dialect (`APIError.answer(for:dialect:withToken:)`), and
+/// logs the server's own failures (5xx) once, without internals a client could see.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let dialect: ErrorDialect
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            throw error
-        } catch let error as PostgresError {
-            context.logger.error("database failure", metadata: ["db.error": "\(error.kind)", "db.sqlstate": "\(error.sqlState?.rawValue ?? "-")"])
-            throw APIError.from(error)
-        } catch let error as HTTPError {
-            let code = error.status == .notFound ? "not_found" : error.status.code == 413 ? "request_too_large" : "bad_request"
-            throw APIError(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
         } catch {
-            context.logger.error("unexpected failure", metadata: ["error": "\(type(of: error))"])
-            throw APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+            let answer = APIError.answer(for: error, dialect: self.dialect, withToken: request.bearerToken != nil)
+            if answer.status.code >= 500 {
+                var metadata: Logger.Metadata = ["error": "\(type(of: error))", "http.status": "\(answer.status.code)"]
+                if let error = error as? PostgresError {
+                    metadata["db.error"] = "\(error.kind)"
+                    metadata["db.sqlstate"] = "\(error.sqlState?.rawValue ?? "-")"
+                }
+                if let error = error as? DeviceCheckError { metadata["devicecheck.error"] = "\(error)" }
+                context.logger.error("request failed", metadata: metadata)
+            }
+            return try answer.response(dialect: self.dialect, request: request)
         }
     }
 }

@@ -29,6 +29,22 @@ extension Request {
         }
     }
 
+    /// The credential of `Authorization: Bearer …` (nil without one, or for another scheme).
+    var bearerCredential: String? {
+        guard let authorization = self.headers[.authorization], authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return nil
+        }
+        return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The access token the request carries: the bearer credential, unless it is the API key itself (the SDKs send
+    /// the key as the bearer until there is a session).
+    var bearerToken: String? {
+        guard let credential = self.bearerCredential, credential != self.headers[.apiKey] else { return nil }
+        let keysInURL: [String] = self.uri.queryParameters.getAll("apikey")
+        return keysInURL.contains(credential) ? nil : credential
+    }
+
     /// The client's IP: from the trusted proxy header when configured (its last entry, the one our proxy added),
     /// else the socket peer.
     func clientIP(context: AppRequestContext, trustedHeader: String?) -> String {

@@ -16,20 +16,14 @@ struct RPCRoutes: Sendable {
     static let bodyLimit = 1024 * 1024
 
     func register(on router: Router<AppRequestContext>) {
-        router.post("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
-        router.get("rest/v1/rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
+        let rest = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
+        rest.post("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
+        rest.get("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
     }
 
     func call(_ request: Request, _ context: AppRequestContext, readOnlyRequest: Bool) async throws -> Response {
         var request = request
-        let caller: Caller
-        do {
-            caller = try await self.authenticator.authenticate(request, context)
-        } catch let error as APIError {
-            var converted = APIError(error.status, code: error.status == .unauthorized ? "PGRST301" : error.code, message: error.message, headers: error.headers)
-            converted.postgrestShape = true
-            throw converted
-        }
+        let caller = try await self.authenticator.authenticate(request, context)
         let name = context.parameters.get("function") ?? ""
         let schema = try self.schema(for: request, readOnlyRequest: readOnlyRequest)
         var arguments: [String: JSONValue]
@@ -41,24 +35,20 @@ struct RPCRoutes: Sendable {
                 if key == "apikey" { continue }
                 // PostgreSQL text cannot hold NUL.
                 guard !key.utf8.contains(0), !value.utf8.contains(0) else {
-                    throw Self.error(.badRequest, code: "PGRST100", message: "Query parameters must not contain NUL")
+                    throw APIError(.badRequest, code: "PGRST100", message: "Query parameters must not contain NUL")
                 }
                 fromQuery[key] = .string(String(value))
             }
             arguments = fromQuery
         } else {
-            do {
-                arguments = try await request.jsonObject(limit: Self.bodyLimit)
-            } catch let error as APIError {
-                throw Self.error(error.status, code: error.status == .badRequest ? "PGRST102" : error.code, message: error.message)
-            }
+            arguments = try await request.jsonObject(limit: Self.bodyLimit)
         }
         // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
         var idempotencyKey: String?
         if let header = request.headers[.idempotencyKey] {
             // Visible ASCII only: bytes the HTTP layer could not decode would all collapse into one key.
             guard (1...200).contains(header.utf8.count), header.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw Self.error(.badRequest, code: "PGRST100", message: "Idempotency-Key must be 1 to 200 visible ASCII characters")
+                throw APIError(.badRequest, code: "PGRST100", message: "Idempotency-Key must be 1 to 200 visible ASCII characters")
             }
             idempotencyKey = header
         }
@@ -75,21 +65,14 @@ struct RPCRoutes: Sendable {
             // At most ten names: the message must not grow with the body.
             let sorted = arguments.keys.sorted()
             let names = sorted.prefix(10).joined(separator: ", ") + (sorted.count > 10 ? ", …" : "")
-            throw Self.error(
+            throw APIError(
                 .notFound, code: "PGRST202",
                 message: "Could not find the function \(schema).\(name)(\(names)) in the schema cache",
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )
         }
         let statement = try Self.statement(for: function, arguments: arguments)
-        let results: [PostgresResult]
-        do {
-            results = try await self.pool.requestTransaction(
-                caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement]
-            )
-        } catch let error as PostgresError where error.kind == .server {
-            throw Self.translate(error, authenticated: caller.token != nil)
-        }
+        let results = try await self.pool.requestTransaction(caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement])
         if function.shape == .void { return Response(status: .noContent) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
         return Response(
@@ -104,7 +87,7 @@ struct RPCRoutes: Sendable {
         let header = HTTPField.Name(readOnlyRequest ? "Accept-Profile" : "Content-Profile")!
         guard let requested = request.headers[header] else { return self.catalog.schemas[0] }
         guard self.catalog.schemas.contains(requested) else {
-            throw Self.error(
+            throw APIError(
                 .notAcceptable, code: "PGRST106", message: "The schema must be one of the following: \(self.catalog.schemas.joined(separator: ", "))"
             )
         }
@@ -163,7 +146,7 @@ struct RPCRoutes: Sendable {
                 switch element {
                 case .null: return "NULL"
                 case .array, .object:
-                    throw error(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
+                    throw APIError(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
                 default:
                     let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""
                     return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
@@ -175,43 +158,5 @@ struct RPCRoutes: Sendable {
 
     private static func quoted(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    static func error(_ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil) -> APIError {
-        var error = APIError(status, code: code, message: message)
-        error.postgrestShape = true
-        error.details = details
-        error.hint = hint
-        return error
-    }
-
-    /// PostgREST's SQLSTATE → HTTP mapping, in its error shape.
-    static func translate(_ error: PostgresError, authenticated: Bool) -> APIError {
-        let state = error.sqlState?.rawValue ?? "XX000"
-        let status: HTTPResponse.Status
-        var headers: HTTPFields = [:]
-        switch state {
-        case "42501":
-            status = authenticated ? .forbidden : .unauthorized
-            if !authenticated { headers[.wwwAuthenticate] = "Bearer" }
-        case "23505", "23503", "40001", "40P01": status = .conflict
-        case "25006": status = .methodNotAllowed
-        case "42883", "42P01": status = .notFound
-        case "57014": status = .serviceUnavailable
-        case _ where state.hasPrefix("PT"):
-            status = Int(state.dropFirst(2)).flatMap { (400...599).contains($0) ? HTTPResponse.Status(code: $0) : nil } ?? .badRequest
-        case _ where state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P"):
-            status = .serviceUnavailable
-        case _ where ["22", "23", "42", "P0", "0A", "2B", "2F", "39", "44"].contains(String(state.prefix(2))):
-            status = .badRequest
-        default:
-            status = .internalServerError
-        }
-        if status == .tooManyRequests, let seconds = error.detail.flatMap({ Int($0) }), seconds > 0 {
-            headers[.retryAfter] = String(seconds)
-        }
-        var translated = Self.error(status, code: state, message: status == .internalServerError ? "Unexpected failure" : error.message, details: error.detail, hint: error.hint)
-        translated.headers = headers
-        return translated
     }
 }
