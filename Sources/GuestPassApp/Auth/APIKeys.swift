@@ -74,7 +74,7 @@ final class APIKeyResolver: Sendable {
         let now = ContinuousClock.now
         if let hit = self.cache.withLockedValue({ $0[hash] }), hit.expires > now { return hit.grant }
         let results = try await self.pool.requestTransaction(
-            RequestIdentity(role: .anon, claimsJSON: #"{"role":"anon"}"#), readOnly: true,
+            .apiKey(.anon, app: nil), readOnly: true,
             [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash], reusesPlan: true)]
         )
         var grant: APIKeyGrant?

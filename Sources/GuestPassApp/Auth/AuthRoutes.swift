@@ -17,10 +17,13 @@ struct AuthRoutes: Sendable {
 
     func register(on router: Router<AppRequestContext>) {
         let auth = router.group("auth/v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
-        auth.post("signup") { request, context in try await self.signUp(request, context) }
-        auth.post("token") { request, context in try await self.token(request, context) }
-        auth.get("user") { request, context in try await self.user(request, context) }
-        auth.post("logout") { request, context in try await self.logout(request, context) }
+        let keyed = auth.group().add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+        keyed.group(context: CallerContext.self)
+            .post("signup") { request, context in try await self.signUp(request, context) }
+            .post("token") { request, context in try await self.token(request, context) }
+        keyed.group(context: SignedInContext.self)
+            .get("user") { _, context in try await self.user(context) }
+            .post("logout") { request, context in try await self.logout(request, context) }
         auth.get("settings") { _, _ in Settings() }
         auth.get(".well-known/jwks.json") { _, _ in
             Response(
@@ -33,9 +36,9 @@ struct AuthRoutes: Sendable {
 
     // MARK: POST /auth/v1/signup
 
-    func signUp(_ request: Request, _ context: AppRequestContext) async throws -> Response {
+    func signUp(_ request: Request, _ context: CallerContext) async throws -> Response {
         var request = request
-        let caller = try await self.authenticator.authenticate(request, context)
+        let caller = context.caller
         let body = try await request.jsonObject(limit: Self.signUpBodyLimit)
         if body["email"] != nil || body["phone"] != nil {
             throw APIError(.unprocessableContent, code: "email_provider_disabled", message: "Only anonymous sign-up is available")
@@ -57,10 +60,7 @@ struct AuthRoutes: Sendable {
             ],
             reusesPlan: true
         )
-        let anon = RequestIdentity(
-            role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#, clientAddress: ip
-        )
-        guard let row = try await self.pool.requestTransaction(anon, [statement]).first?.first else { throw APIError.unexpected }
+        guard let row = try await self.pool.requestTransaction(caller.anonIdentity, [statement]).first?.first else { throw APIError.unexpected }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
             lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
@@ -70,9 +70,9 @@ struct AuthRoutes: Sendable {
 
     // MARK: POST /auth/v1/token?grant_type=refresh_token
 
-    func token(_ request: Request, _ context: AppRequestContext) async throws -> Response {
+    func token(_ request: Request, _ context: CallerContext) async throws -> Response {
         var request = request
-        let caller = try await self.authenticator.authenticate(request, context)
+        let caller = context.caller
         let grantType = request.uri.queryParameters["grant_type"].map(String.init)
         guard grantType == "refresh_token" else {
             throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token")
@@ -83,11 +83,8 @@ struct AuthRoutes: Sendable {
         }
         guard let parsed = self.tokens.parseRefreshToken(presented) else { throw Self.refreshTokenNotFound }
         let next = self.tokens.refreshToken(session: parsed.session, counter: parsed.counter + 1)
-        let anon = RequestIdentity(
-            role: .anon, claimsJSON: #"{"role":"anon","app_id":"\#(caller.appID.lowercasedString)"}"#, clientAddress: caller.clientAddress
-        )
         let results = try await self.pool.requestTransaction(
-            anon,
+            caller.anonIdentity,
             [
                 PostgresStatement(
                     "SELECT * FROM guestpass_server.refresh_session($1, $2, $3, $4, $5)",
@@ -123,8 +120,8 @@ struct AuthRoutes: Sendable {
 
     // MARK: GET /auth/v1/user
 
-    func user(_ request: Request, _ context: AppRequestContext) async throws -> UserResponse {
-        let (caller, token) = try await self.authenticator.authenticateUser(request, context)
+    func user(_ context: SignedInContext) async throws -> UserResponse {
+        let (caller, token) = (context.caller, context.token)
         let results = try await self.pool.requestTransaction(
             caller.identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
         )
@@ -137,12 +134,12 @@ struct AuthRoutes: Sendable {
 
     // MARK: POST /auth/v1/logout?scope=global|local|others
 
-    func logout(_ request: Request, _ context: AppRequestContext) async throws -> Response {
+    func logout(_ request: Request, _ context: SignedInContext) async throws -> Response {
         let scope = request.uri.queryParameters["scope"].map(String.init) ?? "global"
         guard ["global", "local", "others"].contains(scope) else {
             throw APIError.validation("scope must be global, local or others")
         }
-        let (caller, _) = try await self.authenticator.authenticateUser(request, context)
+        let caller = context.caller
         _ = try await self.pool.requestTransaction(
             caller.identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope])]
         )
@@ -151,7 +148,7 @@ struct AuthRoutes: Sendable {
 
     // MARK: Helpers
 
-    private func sessionResponse(user: SessionUser, refreshToken: String, request: Request, context: AppRequestContext) throws -> Response {
+    private func sessionResponse(user: SessionUser, refreshToken: String, request: Request, context: CallerContext) throws -> Response {
         let access = try self.tokens.issueAccessToken(for: user)
         let body = SessionResponse(
             access_token: access.token, expires_in: self.configuration.accessTokenLifetime, expires_at: access.expiresAt,

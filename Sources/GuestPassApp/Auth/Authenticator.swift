@@ -4,25 +4,6 @@ import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
 
-/// Who is calling: the app of the API key and, when a valid access token was sent, the signed-in user.
-struct Caller: Sendable {
-    let grant: APIKeyGrant
-    let token: VerifiedAccessToken?
-    /// The client's IP address (socket peer, or the trusted proxy header's last entry).
-    let clientAddress: String
-
-    var appID: UUID { self.grant.appID }
-
-    /// The database identity of the request: `authenticated` with the token's verified claims, else the API key's
-    /// role with only the app in the claims; and the client's address. Nothing from the request body or headers can
-    /// choose them.
-    var identity: RequestIdentity {
-        if let token { return RequestIdentity(role: .authenticated, claimsJSON: token.claimsJSON, clientAddress: self.clientAddress) }
-        let claims = #"{"role":"\#(self.grant.role.rawValue)","app_id":"\#(self.grant.appID.lowercasedString)"}"#
-        return RequestIdentity(role: self.grant.role, claimsJSON: claims, clientAddress: self.clientAddress)
-    }
-}
-
 /// Turns `apikey` and `Authorization` into a `Caller`, or a 401 in the documented shape.
 struct Authenticator: Sendable {
     let keys: APIKeyResolver
@@ -64,12 +45,4 @@ struct Authenticator: Sendable {
         return Caller(grant: grant, token: token, clientAddress: clientAddress)
     }
 
-    /// A caller that must be a signed-in user.
-    func authenticateUser(_ request: Request, _ context: AppRequestContext) async throws -> (Caller, VerifiedAccessToken) {
-        let caller = try await self.authenticate(request, context)
-        guard let token = caller.token else {
-            throw APIError.unauthorized("no_authorization", "This endpoint requires a Bearer access token")
-        }
-        return (caller, token)
-    }
 }

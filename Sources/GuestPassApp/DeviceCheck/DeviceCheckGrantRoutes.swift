@@ -82,12 +82,14 @@ struct DeviceCheckGrantRoutes: Sendable {
 
     func register(on router: Router<AppRequestContext>) {
         router.group("v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
+            .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+            .group(context: SignedInContext.self)
             .post("devicecheck/grant") { request, context in try await self.grant(request, context) }
     }
 
-    func grant(_ request: Request, _ context: AppRequestContext) async throws -> Outcome {
+    func grant(_ request: Request, _ context: SignedInContext) async throws -> Outcome {
         var request = request
-        let (caller, _) = try await self.authenticator.authenticateUser(request, context)
+        let caller = context.caller
         let body = try await request.jsonObject(limit: Self.bodyLimit)
         guard let text = body["device_token"]?.stringValue, !text.isEmpty else {
             throw APIError.validation("device_token must be the DeviceCheck token (base64) of this device")

@@ -1,11 +1,14 @@
 import Hummingbird
 import NIOCore
 
-/// The request context of every route: Hummingbird's core storage plus the client's socket address.
+/// The request context of every route: Hummingbird's core storage, the client's socket address, and the caller once
+/// `AuthenticationMiddleware` has run (routes reach it typed through `CallerContext` / `SignedInContext`).
 public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer of the TCP connection (the load balancer, when there is one).
     public let remoteAddress: SocketAddress?
+    /// Who is calling, on the route groups that authenticate.
+    var caller: Caller?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

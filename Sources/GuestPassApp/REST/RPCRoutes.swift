@@ -16,14 +16,16 @@ struct RPCRoutes: Sendable {
     static let bodyLimit = 1024 * 1024
 
     func register(on router: Router<AppRequestContext>) {
-        let rest = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
-        rest.post("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
-        rest.get("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
+        router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
+            .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+            .group(context: CallerContext.self)
+            .post("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
+            .get("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
     }
 
-    func call(_ request: Request, _ context: AppRequestContext, readOnlyRequest: Bool) async throws -> Response {
+    func call(_ request: Request, _ context: CallerContext, readOnlyRequest: Bool) async throws -> Response {
         var request = request
-        let caller = try await self.authenticator.authenticate(request, context)
+        let caller = context.caller
         let name = context.parameters.get("function") ?? ""
         let schema = try self.schema(for: request, readOnlyRequest: readOnlyRequest)
         var arguments: [String: JSONValue]
