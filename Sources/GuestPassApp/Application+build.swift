@@ -33,12 +33,14 @@ func buildRouter(
     router.add(middleware: RequestLogMiddleware(level: .debug))
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
-    let authenticator = Authenticator(keys: APIKeyResolver(pool: pool), tokens: tokens)
-    HealthRoutes(pool: pool).register(on: router)
-    AuthRoutes(pool: pool, authenticator: authenticator, tokens: tokens).register(on: router)
+    let functions = ServerFunctions(pool: pool)
+    let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
+    HealthRoutes(functions: functions).register(on: router)
+    AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
     DeviceCheckGrantRoutes(
-        pool: pool, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(pool: pool), afterAppleUpdate: afterAppleUpdate
+        functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),
+        afterAppleUpdate: afterAppleUpdate
     ).register(on: router)
     return router
 }

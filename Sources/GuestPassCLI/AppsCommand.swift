@@ -33,20 +33,17 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let assignments: [(String, (any PostgresEncodable)?)] = [
-                ("daily_free_allowance", self.dailyFree), ("welcome_grant_credits", self.welcomeCredits),
-                ("devicecheck_team_id", self.devicecheckTeamId), ("devicecheck_key_id", self.devicecheckKeyId),
-                ("devicecheck_key_path", self.devicecheckKeyPath), ("devicecheck_environment", self.devicecheckEnvironment),
-                ("devicecheck_base_url", self.devicecheckBaseUrl),
-            ]
-            let chosen = assignments.compactMap { column, value in value.map { (column, $0) } }
-            guard !chosen.isEmpty else { throw ValidationError("nothing to change") }
-            // Column names come from the fixed list above, never from input; values are bound.
-            let sets = chosen.enumerated().map { "\($0.element.0) = $\($0.offset + 2)" }.joined(separator: ", ")
-            let updated = try await withAdminPool(self.database) { pool in
-                try await pool.execute("UPDATE guestpass.apps SET \(sets) WHERE id = $1", [self.app] + chosen.map(\.1)).affectedRows ?? 0
-            }
-            guard updated == 1 else { throw ValidationError("no app with id \(self.app)") }
+            var settings = Administration.AppSettings()
+            settings.dailyFreeAllowance = self.dailyFree
+            settings.welcomeGrantCredits = self.welcomeCredits
+            settings.deviceCheckTeamID = self.devicecheckTeamId
+            settings.deviceCheckKeyID = self.devicecheckKeyId
+            settings.deviceCheckKeyPath = self.devicecheckKeyPath
+            settings.deviceCheckEnvironment = self.devicecheckEnvironment
+            settings.deviceCheckBaseURL = self.devicecheckBaseUrl
+            guard !settings.isEmpty else { throw ValidationError("nothing to change") }
+            let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
+            guard updated else { throw ValidationError("no app with id \(self.app)") }
             print("Updated app \(self.app.uuidString.lowercased()).")
         }
     }
@@ -60,11 +57,9 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "Why, for the ledger.") var reason: String = "admin_grant"
 
         func run() async throws {
-            guard self.amount > 0 else { throw ValidationError("--amount must be > 0") }
-            let balance = try await withAdminPool(self.database) { pool in
-                try await pool.execute(
-                    "SELECT guestpass.grant_credits_admin($1, $2, $3)", [self.user, self.amount, self.reason]
-                ).rows[0].decode(Int.self, at: 0)
+            guard let amount = Int32(exactly: self.amount), amount > 0 else { throw ValidationError("--amount must be in 1...\(Int32.max)") }
+            let balance = try await withAdminPool(self.database) {
+                try await Administration(pool: $0).grantCredits(user: self.user, amount: amount, reason: self.reason)
             }
             print("Balance of \(self.user.uuidString.lowercased()): \(balance) credits.")
         }
@@ -78,10 +73,8 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "true or false.") var premium: Bool
 
         func run() async throws {
-            let updated = try await withAdminPool(self.database) { pool in
-                try await pool.execute("UPDATE public.users SET is_premium = $2 WHERE id = $1", [self.user, self.premium]).affectedRows ?? 0
-            }
-            guard updated == 1 else { throw ValidationError("no user with id \(self.user)") }
+            let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).setPremium(user: self.user, premium: self.premium) }
+            guard updated else { throw ValidationError("no user with id \(self.user)") }
             print("User \(self.user.uuidString.lowercased()) is\(self.premium ? "" : " not") premium.")
         }
     }
@@ -101,20 +94,8 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let publishable = try APIKey.generate(kind: .publishable)
-            let secret = try APIKey.generate(kind: .secret)
             let name = self.name
-            let appID: UUID = try await withAdminPool(self.database) { pool in try await pool.withConnection { connection in
-                try await connection.run { connection in
-                    try connection.transaction { connection in
-                        let id: UUID = try connection.execute(
-                            "INSERT INTO guestpass.apps (name) VALUES ($1) RETURNING id", [name]
-                        ).rows[0].decode(at: 0)
-                        for key in [publishable, secret] { try key.record(for: id, on: connection) }
-                        return id
-                    }
-                }
-            } }
+            let (appID, publishable, secret) = try await withAdminPool(self.database) { try await Administration(pool: $0).createApp(name: name) }
             if self.json {
                 let object = ["app_id": appID.uuidString.lowercased(), "name": name, "publishable_key": publishable.value, "secret_key": secret.value]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])

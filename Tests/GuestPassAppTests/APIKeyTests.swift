@@ -24,7 +24,7 @@ import Testing
         defer { Task { await service.tearDown() } }
         let tenant = try await service.createTenant()
         let pool = PostgresPool(configuration: service.configuration.postgres)
-        let resolver = APIKeyResolver(pool: pool, capacity: 4)
+        let resolver = APIKeyResolver(functions: ServerFunctions(pool: pool), capacity: 4)
 
         let known = try await resolver.resolve(tenant.publishableKey)
         #expect(known?.appID == tenant.appID)

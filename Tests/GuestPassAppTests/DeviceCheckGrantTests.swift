@@ -40,13 +40,12 @@ import Testing
         let standIn = buildDeviceCheckStandIn(configuration: standInConfiguration, state: state, logger: logger)
         try await standIn.test(.live) { standInClient in
             let port = try #require(standInClient.port)
-            try await service.owner.execute(
-                """
-                UPDATE guestpass.apps SET devicecheck_team_id = 'TEAM123456', devicecheck_key_id = 'KEY1234567',
-                       devicecheck_key_path = $2, devicecheck_base_url = $3 WHERE id = $1
-                """,
-                [tenant.appID, keyFile, "http://127.0.0.1:\(port)"]
-            )
+            var settings = Administration.AppSettings()
+            settings.deviceCheckTeamID = "TEAM123456"
+            settings.deviceCheckKeyID = "KEY1234567"
+            settings.deviceCheckKeyPath = keyFile
+            settings.deviceCheckBaseURL = "http://127.0.0.1:\(port)"
+            try await Administration(pool: service.owner).configureApp(tenant.appID, settings)
             try await service.withServer { client in try await body(service, tenant, state, client) }
         }
     }

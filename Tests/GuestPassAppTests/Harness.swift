@@ -36,17 +36,9 @@ struct TestService: Sendable {
         return TestService(database: database, configuration: configuration, owner: database.ownerPool())
     }
 
-    /// Registers an app with a publishable and a secret key, as `guestpass apps create` does (`APIKey`).
+    /// Registers an app with a publishable and a secret key, as `guestpass apps create` does (`Administration`).
     func createTenant(name: String = "test") async throws -> TestTenant {
-        let publishable = try APIKey.generate(kind: .publishable)
-        let secret = try APIKey.generate(kind: .secret)
-        let appID: UUID = try await self.owner.execute("INSERT INTO guestpass.apps (name) VALUES ($1) RETURNING id", [name]).rows[0].decode(at: 0)
-        try await self.owner.withConnection { connection in
-            try await connection.run { connection in
-                try publishable.record(for: appID, on: connection)
-                try secret.record(for: appID, on: connection)
-            }
-        }
+        let (appID, publishable, secret) = try await Administration(pool: self.owner).createApp(name: name)
         return TestTenant(appID: appID, publishableKey: publishable.value, secretKey: secret.value)
     }
 

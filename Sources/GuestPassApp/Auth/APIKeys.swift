@@ -57,13 +57,13 @@ public struct APIKey: Sendable {
 /// is not a well-formed key is refused before any lookup. The cache holds at most `capacity` keys; when full, expired
 /// entries and unknown keys make room first, so a flood of made-up keys cannot push the known ones out.
 final class APIKeyResolver: Sendable {
-    private let pool: PostgresPool
+    private let functions: ServerFunctions
     private let cache = NIOLockedValueBox([String: (grant: APIKeyGrant?, expires: ContinuousClock.Instant)]())
     private let timeToLive: Duration = .seconds(60)
     private let capacity: Int
 
-    init(pool: PostgresPool, capacity: Int = 10_000) {
-        self.pool = pool
+    init(functions: ServerFunctions, capacity: Int = 10_000) {
+        self.functions = functions
         self.capacity = capacity
     }
 
@@ -73,15 +73,7 @@ final class APIKeyResolver: Sendable {
         let hash = Digest.sha256Hex(key)
         let now = ContinuousClock.now
         if let hit = self.cache.withLockedValue({ $0[hash] }), hit.expires > now { return hit.grant }
-        let results = try await self.pool.requestTransaction(
-            .apiKey(.anon, app: nil), readOnly: true,
-            [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash], reusesPlan: true)]
-        )
-        var grant: APIKeyGrant?
-        if let row = results.first?.first {
-            let kind = try row.decode(String.self, "kind")
-            grant = APIKeyGrant(appID: try row.decode(UUID.self, "app_id"), role: kind == "secret" ? .serviceRole : .anon)
-        }
+        let grant = try await self.functions.resolveAPIKey(hash: hash)
         self.cache.withLockedValue { cache in
             if cache[hash] == nil, cache.count >= self.capacity {
                 // Full: drop what expired and every unknown key; only then, if still full, the oldest known key.

@@ -5,7 +5,7 @@ import Hummingbird
 
 /// The Supabase-compatible auth API under `/auth/v1`: anonymous sign-up, refresh, user, logout, settings, JWKS.
 struct AuthRoutes: Sendable {
-    let pool: PostgresPool
+    let functions: ServerFunctions
     let authenticator: Authenticator
     let tokens: TokenService
     var configuration: AuthConfiguration { self.tokens.configuration }
@@ -46,21 +46,10 @@ struct AuthRoutes: Sendable {
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
-        let ip = caller.clientAddress
-        let statement = PostgresStatement(
-            """
-            SELECT * FROM guestpass_server.sign_up_guest($1, $2::jsonb, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11)
-            """,
-            [
-                signup.deviceSecretHash, signup.device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
-                PostgresJSON(text: JSONValue.object(signup.userMetadata).jsonText), ip,
-                Int32(self.configuration.signupBurstPerIP), self.configuration.signupsPerHourPerIP / 3600,
-                Int32(self.configuration.signupBurstPerApp), self.configuration.signupsPerHourPerApp / 3600,
-                request.headers[.userAgent].map { String($0.prefix(512)) }, sessionID, Digest.sha256Hex(refreshToken),
-            ],
-            reusesPlan: true
+        let row = try await self.functions.signUpGuest(
+            signup, limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
+            refreshTokenHash: Digest.sha256Hex(refreshToken), as: caller.anonIdentity
         )
-        guard let row = try await self.pool.requestTransaction(caller.anonIdentity, [statement]).first?.first else { throw APIError.unexpected }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
             lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
@@ -83,20 +72,12 @@ struct AuthRoutes: Sendable {
         }
         guard let parsed = self.tokens.parseRefreshToken(presented) else { throw Self.refreshTokenNotFound }
         let next = self.tokens.refreshToken(session: parsed.session, counter: parsed.counter + 1)
-        let results = try await self.pool.requestTransaction(
-            caller.anonIdentity,
-            [
-                PostgresStatement(
-                    "SELECT * FROM guestpass_server.refresh_session($1, $2, $3, $4, $5)",
-                    [parsed.session, Int32(parsed.counter), Digest.sha256Hex(presented), Digest.sha256Hex(next), self.configuration.refreshReuseWindow],
-                    reusesPlan: true
-                )
-            ]
+        let outcome = try await self.functions.refreshSession(
+            session: parsed.session, counter: parsed.counter, presentedHash: Digest.sha256Hex(presented), nextHash: Digest.sha256Hex(next),
+            reuseWindow: self.configuration.refreshReuseWindow, as: caller.anonIdentity
         )
-        guard let row = results.first?.first else { throw Self.refreshTokenNotFound }
-        switch try row.decode(String.self, "status") {
-        case "rotated", "reused":
-            let active = try row.decode(Int.self, "active_counter")
+        switch outcome {
+        case .active(let row, let active):
             let user = try SessionUser(
                 row: row, appID: caller.appID, sessionID: parsed.session, deviceID: try row.decode(UUID?.self, "device_id"),
                 lastSignInAt: nil
@@ -105,11 +86,11 @@ struct AuthRoutes: Sendable {
                 user: user, refreshToken: self.tokens.refreshToken(session: parsed.session, counter: active), request: request,
                 context: context
             )
-        case "refresh_token_already_used":
+        case .alreadyUsed:
             throw APIError(.badRequest, code: "refresh_token_already_used", message: "Invalid Refresh Token: Already Used")
-        case "session_not_found":
+        case .sessionNotFound:
             throw APIError(.badRequest, code: "session_not_found", message: "Session not found or revoked")
-        default:
+        case .tokenNotFound:
             throw Self.refreshTokenNotFound
         }
     }
@@ -122,10 +103,7 @@ struct AuthRoutes: Sendable {
 
     func user(_ context: SignedInContext) async throws -> UserResponse {
         let (caller, token) = (context.caller, context.token)
-        let results = try await self.pool.requestTransaction(
-            caller.identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
-        )
-        guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else {
+        guard let row = try await self.functions.currentUserProfile(as: caller.identity) else {
             throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
         }
         let user = try SessionUser(row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil)
@@ -135,14 +113,10 @@ struct AuthRoutes: Sendable {
     // MARK: POST /auth/v1/logout?scope=global|local|others
 
     func logout(_ request: Request, _ context: SignedInContext) async throws -> Response {
-        let scope = request.uri.queryParameters["scope"].map(String.init) ?? "global"
-        guard ["global", "local", "others"].contains(scope) else {
+        guard let scope = ServerFunctions.SignOutScope(rawValue: request.uri.queryParameters["scope"].map(String.init) ?? "global") else {
             throw APIError.validation("scope must be global, local or others")
         }
-        let caller = context.caller
-        _ = try await self.pool.requestTransaction(
-            caller.identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope])]
-        )
+        try await self.functions.signOut(scope, as: context.caller.identity)
         return Response(status: .noContent)
     }
 

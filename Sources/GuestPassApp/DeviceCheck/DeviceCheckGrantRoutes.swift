@@ -28,7 +28,7 @@ import Hummingbird
 /// measured 3.8 per second with Apple answering in 150 ms; devices already granted are not serialised: 28 claims per
 /// second from 8 clients). Apps of one Apple team that run their own grants are serialised per app, not per team.
 struct DeviceCheckGrantRoutes: Sendable {
-    let pool: PostgresPool
+    let functions: ServerFunctions
     let authenticator: Authenticator
     let clients: DeviceCheckClients
     let lease: GrantLease
@@ -45,15 +45,6 @@ struct DeviceCheckGrantRoutes: Sendable {
         let credits_balance: Int?
     }
 
-    /// What `guestpass_server.devicecheck_begin` answered.
-    enum Start {
-        case alreadyClaimed
-        case tokenReused
-        case inProgress
-        case started(UUID)
-        case repair(UUID)
-    }
-
     /// A claim begun in PostgreSQL: new, or the repair of one left pending.
     struct Claim {
         let id: UUID
@@ -61,23 +52,9 @@ struct DeviceCheckGrantRoutes: Sendable {
 
         /// How to end it when Apple could not be asked or refused before any update: a new claim is closed; a repair
         /// (whose earlier update may have landed) is parked again.
-        var nothingWritten: Finish { self.repairing ? .pending : .failed }
+        var nothingWritten: ClaimFinish { self.repairing ? .pending : .failed }
         /// How to end it when Apple says bit0 is set: a new claim is refused; a repair is granted only with proof.
-        var bit0AlreadySet: Finish { self.repairing ? .foundSetOnRepair : .refused }
-    }
-
-    /// The outcomes `guestpass_server.devicecheck_finish` takes.
-    enum Finish: String {
-        /// bit0 was unset and this claim set it.
-        case granted
-        /// bit0 was already set by another install.
-        case refused
-        /// Apple could not be asked, and this claim certainly did not write bit0.
-        case failed
-        /// A repair found bit0 set: SQL grants only with proof it is this claim's own.
-        case foundSetOnRepair = "found_set_on_repair"
-        /// The update's fate is unknown: keep the claim pending for a repair; release the lease.
-        case pending
+        var bit0AlreadySet: ClaimFinish { self.repairing ? .foundSetOnRepair : .refused }
     }
 
     func register(on router: Router<AppRequestContext>) {
@@ -107,15 +84,9 @@ struct DeviceCheckGrantRoutes: Sendable {
     }
 
     private func claim(_ caller: Caller, _ token: DeviceToken) async throws -> Outcome {
-        let begun = try await self.pool.requestTransaction(
-            caller.identity,
-            [
-                PostgresStatement("SELECT * FROM guestpass_server.devicecheck_begin($1)", [token.hashHex]),
-                PostgresStatement("SELECT * FROM guestpass_server.app_devicecheck_settings()"),
-            ]
-        )
+        let (start, settings) = try await self.functions.devicecheckBegin(tokenHash: token.hashHex, as: caller.identity)
         let claim: Claim
-        switch try Self.start(begun.first?.first) {
+        switch start {
         case .alreadyClaimed:
             return Outcome(granted: false, reason: "already_claimed", credits_granted: 0, credits_balance: nil)
         case .tokenReused:
@@ -129,7 +100,7 @@ struct DeviceCheckGrantRoutes: Sendable {
 
         let client: DeviceCheckClient
         do {
-            guard let settingsRow = begun.last?.first, let settings = try DeviceCheckSettings(row: settingsRow) else {
+            guard let settings else {
                 try await self.finish(caller, claim.id, nothingWritten)
                 throw APIError(.serviceUnavailable, code: "devicecheck_not_configured", message: "DeviceCheck is not configured for this app")
             }
@@ -202,27 +173,11 @@ struct DeviceCheckGrantRoutes: Sendable {
     }
 
     @discardableResult
-    private func finish(_ caller: Caller, _ claim: UUID, _ outcome: Finish) async throws -> Outcome {
-        let results = try await self.pool.requestTransaction(
-            caller.identity, [PostgresStatement("SELECT * FROM guestpass_server.devicecheck_finish($1, $2)", [claim, outcome.rawValue])]
-        )
-        guard let row = results.first?.first else { throw PostgresError(.protocolViolation, message: "devicecheck_finish returned no row") }
-        let granted = try row.decode(Bool.self, "granted")
+    private func finish(_ caller: Caller, _ claim: UUID, _ outcome: ClaimFinish) async throws -> Outcome {
+        let result = try await self.functions.devicecheckFinish(claim: claim, outcome: outcome, as: caller.identity)
         return Outcome(
-            granted: granted, reason: granted ? nil : "device_already_claimed", credits_granted: try row.decode(Int?.self, "credits_granted") ?? 0,
-            credits_balance: try row.decode(Int?.self, "credits_balance")
+            granted: result.granted, reason: result.granted ? nil : "device_already_claimed", credits_granted: result.creditsGranted,
+            credits_balance: result.creditsBalance
         )
-    }
-
-    private static func start(_ row: PostgresRow?) throws -> Start {
-        guard let row else { throw PostgresError(.protocolViolation, message: "devicecheck_begin returned no row") }
-        switch try row.decode(String.self, "status") {
-        case "already_claimed": return .alreadyClaimed
-        case "token_reused": return .tokenReused
-        case "in_progress": return .inProgress
-        case "started": return .started(try row.decode(UUID.self, "claim_id"))
-        case "repair": return .repair(try row.decode(UUID.self, "pending_claim_id"))
-        case let status: throw PostgresError(.protocolViolation, message: "devicecheck_begin answered an unknown status \(status)")
-        }
     }
 }

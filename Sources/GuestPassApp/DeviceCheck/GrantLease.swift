@@ -17,7 +17,7 @@ struct GrantLease: Sendable {
     /// Pause between two tries while another process holds the lease.
     static let pollInterval: Duration = .milliseconds(20)
 
-    let pool: PostgresPool
+    let functions: ServerFunctions
     let queue = InProcessQueue()
     var wait: Duration = Self.defaultWait
 
@@ -30,15 +30,7 @@ struct GrantLease: Sendable {
         guard await self.queue.enter(app, until: deadline) else { return nil }
         do {
             while true {
-                let taken = try await self.pool.requestTransaction(
-                    identity,
-                    [
-                        PostgresStatement(
-                            "SELECT guestpass_server.devicecheck_take_lease($1, $2)",
-                            [claim, Double(Self.timeToLive.components.seconds)]
-                        )
-                    ]
-                ).first?.first?.decode(Bool.self, at: 0) ?? false
+                let taken = try await self.functions.devicecheckTakeLease(claim: claim, timeToLive: Self.timeToLive, as: identity)
                 if taken { break }
                 guard ContinuousClock.now + Self.pollInterval < deadline else {
                     await self.queue.leave(app)

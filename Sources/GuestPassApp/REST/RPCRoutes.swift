@@ -73,7 +73,7 @@ struct RPCRoutes: Sendable {
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )
         }
-        let statement = try Self.statement(for: function, arguments: arguments)
+        let statement = try RPCStatement.statement(for: function, arguments: arguments)
         let results = try await self.pool.requestTransaction(caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement])
         if function.shape == .void { return Response(status: .noContent) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
@@ -105,60 +105,5 @@ struct RPCRoutes: Sendable {
             return function.arguments.allSatisfy { $0.hasDefault || arguments[$0.name] != nil }
         }
         return fitting.count == 1 ? fitting[0] : nil
-    }
-
-    /// `SELECT <shape>(schema.fn(name => $1::type, …))`: names and types come from the catalog, values are bound.
-    static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
-        var parameters: [any PostgresEncodable] = []
-        var named: [String] = []
-        if function.takesWholeBody {
-            parameters.append(PostgresJSON(text: JSONValue.object(arguments).jsonText))
-            named.append("$1::\(function.arguments[0].typeName)")
-        } else {
-            for argument in function.arguments {
-                guard let value = arguments[argument.name] else { continue }
-                parameters.append(try self.text(of: value, for: argument))
-                named.append("\(quoted(argument.name)) => $\(parameters.count)::\(argument.typeName)")
-            }
-        }
-        let call = "\(quoted(function.schema)).\(quoted(function.name))(\(named.joined(separator: ", ")))"
-        let sql: String
-        switch function.shape {
-        case .scalar: sql = "SELECT to_json(\(call))::text"
-        // The subquery makes `r` a row even for a one-column RETURNS TABLE (whose result type is that column's).
-        case .row: sql = "SELECT to_json(r)::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
-        case .void: sql = "SELECT \(call)"
-        }
-        return PostgresStatement(sql, parameters, reusesPlan: true)
-    }
-
-    /// The text PostgreSQL parses for `value` as the argument's type.
-    private static func text(of value: JSONValue, for argument: RPCFunction.Argument) throws -> String? {
-        switch value {
-        case .null: return nil
-        case .string(let text): return text
-        case .bool(let flag): return flag ? "true" : "false"
-        case .number: return value.jsonText
-        case .object: return value.jsonText
-        case .array(let elements):
-            guard argument.typeName.hasSuffix("[]") else { return value.jsonText }
-            let items = try elements.map { element -> String in
-                switch element {
-                case .null: return "NULL"
-                case .array, .object:
-                    throw APIError(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
-                default:
-                    let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""
-                    return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-                }
-            }
-            return "{" + items.joined(separator: ",") + "}"
-        }
-    }
-
-    private static func quoted(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

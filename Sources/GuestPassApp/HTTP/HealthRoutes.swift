@@ -3,7 +3,7 @@ import Hummingbird
 
 /// `GET /health/live` (the process answers) and `GET /health/ready` (a database round trip succeeds).
 struct HealthRoutes: Sendable {
-    let pool: PostgresPool
+    let functions: ServerFunctions
 
     struct Status: ResponseEncodable {
         let status: String
@@ -13,7 +13,7 @@ struct HealthRoutes: Sendable {
         router.get("/health/live") { _, _ in Status(status: "ok") }
         router.get("/health/ready") { _, context -> EditedResponse<Status> in
             do {
-                try await self.pool.execute("SELECT 1")
+                try await self.functions.ping()
                 return EditedResponse(status: .ok, response: Status(status: "ok"))
             } catch {
                 context.logger.warning("readiness check failed", metadata: ["db.error": "\(error)"])

@@ -1,0 +1,82 @@
+import Foundation
+import GuestPassPostgres
+
+/// The operator's operations (`guestpass apps …`, and the test harness), on a pool of the database owner: one typed
+/// method each, going through the same SQL functions as the API where one exists.
+public struct Administration: Sendable {
+    let pool: PostgresPool
+
+    /// Administration over `pool`, which must connect as the database owner.
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    /// A new app with its two API keys (returned once; only their hashes are stored), in one transaction.
+    public func createApp(name: String) async throws -> (appID: UUID, publishable: APIKey, secret: APIKey) {
+        let publishable = try APIKey.generate(kind: .publishable)
+        let secret = try APIKey.generate(kind: .secret)
+        let appID: UUID = try await self.pool.withConnection { connection in
+            try await connection.run { connection in
+                try connection.transaction { connection in
+                    let id: UUID = try connection.execute("INSERT INTO guestpass.apps (name) VALUES ($1) RETURNING id", [name]).rows[0].decode(at: 0)
+                    try publishable.record(for: id, on: connection)
+                    try secret.record(for: id, on: connection)
+                    return id
+                }
+            }
+        }
+        return (appID, publishable, secret)
+    }
+
+    /// An app's settings; nil leaves one unchanged.
+    public struct AppSettings: Sendable {
+        public var dailyFreeAllowance: Int?
+        public var welcomeGrantCredits: Int?
+        public var deviceCheckTeamID: String?
+        public var deviceCheckKeyID: String?
+        public var deviceCheckKeyPath: String?
+        public var deviceCheckEnvironment: String?
+        public var deviceCheckBaseURL: String?
+
+        public init() {}
+
+        /// Whether no setting is given.
+        public var isEmpty: Bool { self.assignments.isEmpty }
+
+        var assignments: [(column: String, value: any PostgresEncodable)] {
+            let all: [(String, (any PostgresEncodable)?)] = [
+                ("daily_free_allowance", self.dailyFreeAllowance), ("welcome_grant_credits", self.welcomeGrantCredits),
+                ("devicecheck_team_id", self.deviceCheckTeamID), ("devicecheck_key_id", self.deviceCheckKeyID),
+                ("devicecheck_key_path", self.deviceCheckKeyPath), ("devicecheck_environment", self.deviceCheckEnvironment),
+                ("devicecheck_base_url", self.deviceCheckBaseURL),
+            ]
+            return all.compactMap { column, value in value.map { (column, $0) } }
+        }
+    }
+
+    /// Changes the settings given in `settings`; false when there is no such app. The table's checks validate them.
+    @discardableResult
+    public func configureApp(_ app: UUID, _ settings: AppSettings) async throws -> Bool {
+        let chosen = settings.assignments
+        guard !chosen.isEmpty else { return true }
+        // Column names come from the fixed list in AppSettings, never from input; values are bound.
+        let sets = chosen.enumerated().map { "\($0.element.column) = $\($0.offset + 2)" }.joined(separator: ", ")
+        let updated = try await self.pool.execute("UPDATE guestpass.apps SET \(sets) WHERE id = $1", [app] + chosen.map(\.value))
+        return updated.affectedRows == 1
+    }
+
+    /// `guestpass.grant_credits_admin`: adds `amount` credits to `user` with a ledger row; the new balance.
+    public func grantCredits(user: UUID, amount: Int32, reason: String) async throws -> Int {
+        try await self.pool.execute("SELECT guestpass.grant_credits_admin($1, $2, $3)", [user, amount, reason]).rows[0].decode(Int.self, at: 0)
+    }
+
+    /// `public.set_premium`, as the user's app's backend would call it (service_role); false when there is no such user.
+    public func setPremium(user: UUID, premium: Bool) async throws -> Bool {
+        let apps = try await self.pool.execute("SELECT app_id FROM public.users WHERE id = $1", [user]).rows
+        guard let app = try apps.first?.decode(UUID.self, at: 0) else { return false }
+        _ = try await self.pool.requestTransaction(
+            .apiKey(.serviceRole, app: app), [PostgresStatement("SELECT public.set_premium($1, $2)", [user, premium])]
+        )
+        return true
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import GuestPassCrypto
+import GuestPassPostgres
+
+/// The server-side SQL functions (`guestpass_server.*`), one typed Swift method each: the only place the routes' SQL
+/// text lives. Each runs as one request transaction (one round trip) under the identity it is given.
+struct ServerFunctions: Sendable {
+    let pool: PostgresPool
+}
+
+/// The sign-up buckets' sizes, passed with every sign-up (they come from configuration).
+struct SignUpLimits: Sendable {
+    let burstPerIP: Int
+    let perSecondPerIP: Double
+    let burstPerApp: Int
+    let perSecondPerApp: Double
+
+    init(_ configuration: AuthConfiguration) {
+        self.burstPerIP = configuration.signupBurstPerIP
+        self.perSecondPerIP = configuration.signupsPerHourPerIP / 3600
+        self.burstPerApp = configuration.signupBurstPerApp
+        self.perSecondPerApp = configuration.signupsPerHourPerApp / 3600
+    }
+}
+
+/// What `guestpass_server.refresh_session` answered.
+enum RefreshOutcome {
+    /// The token was the active one (rotated), or a replay the reuse rules allow (reused): the active session.
+    case active(PostgresRow, counter: Int)
+    case alreadyUsed
+    case sessionNotFound
+    case tokenNotFound
+}
+
+extension ServerFunctions {
+    /// One round trip to the database (readiness).
+    func ping() async throws {
+        try await self.pool.execute("SELECT 1")
+    }
+
+    /// `guestpass_server.resolve_api_key`: the app and role of the key whose SHA-256 is `hash`, or nil.
+    func resolveAPIKey(hash: String) async throws -> APIKeyGrant? {
+        let results = try await self.pool.requestTransaction(
+            .apiKey(.anon, app: nil), readOnly: true,
+            [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash], reusesPlan: true)]
+        )
+        guard let row = results.first?.first else { return nil }
+        let kind = try row.decode(String.self, "kind")
+        return APIKeyGrant(appID: try row.decode(UUID.self, "app_id"), role: kind == APIKey.Kind.secret.rawValue ? .serviceRole : .anon)
+    }
+
+    /// `guestpass_server.sign_up_guest`: the guest (found or created), its new session `sessionID` and refresh token 0.
+    func signUpGuest(
+        _ signup: GuestSignup, limits: SignUpLimits, userAgent: String?, sessionID: UUID, refreshTokenHash: String,
+        as identity: RequestIdentity
+    ) async throws -> PostgresRow {
+        let statement = PostgresStatement(
+            "SELECT * FROM guestpass_server.sign_up_guest($1, $2::jsonb, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11)",
+            [
+                signup.deviceSecretHash, signup.device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
+                PostgresJSON(text: JSONValue.object(signup.userMetadata).jsonText), identity.clientAddress,
+                Int32(limits.burstPerIP), limits.perSecondPerIP, Int32(limits.burstPerApp), limits.perSecondPerApp,
+                userAgent.map { String($0.prefix(512)) }, sessionID, refreshTokenHash,
+            ],
+            reusesPlan: true
+        )
+        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+            throw PostgresError(.protocolViolation, message: "sign_up_guest returned no row")
+        }
+        return row
+    }
+
+    /// `guestpass_server.refresh_session`: rotates `presented` (counter `counter` of `session`) to `nextHash`.
+    func refreshSession(
+        session: UUID, counter: Int, presentedHash: String, nextHash: String, reuseWindow: Double, as identity: RequestIdentity
+    ) async throws -> RefreshOutcome {
+        let results = try await self.pool.requestTransaction(
+            identity,
+            [
+                PostgresStatement(
+                    "SELECT * FROM guestpass_server.refresh_session($1, $2, $3, $4, $5)",
+                    [session, Int32(counter), presentedHash, nextHash, reuseWindow], reusesPlan: true
+                )
+            ]
+        )
+        guard let row = results.first?.first else { return .tokenNotFound }
+        switch try row.decode(String.self, "status") {
+        case "rotated", "reused": return .active(row, counter: try row.decode(Int.self, "active_counter"))
+        case "refresh_token_already_used": return .alreadyUsed
+        case "session_not_found": return .sessionNotFound
+        case "refresh_token_not_found": return .tokenNotFound
+        case let status: throw PostgresError(.protocolViolation, message: "refresh_session answered an unknown status \(status)")
+        }
+    }
+
+    /// `guestpass_server.current_user_profile`: the caller's user, or nil when its session is gone.
+    func currentUserProfile(as identity: RequestIdentity) async throws -> PostgresRow? {
+        let results = try await self.pool.requestTransaction(
+            identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
+        )
+        guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else { return nil }
+        return row
+    }
+
+    /// The scopes of `guestpass_server.sign_out`.
+    enum SignOutScope: String {
+        case global, local, others
+    }
+
+    /// `guestpass_server.sign_out`: revokes the caller's sessions of `scope`.
+    func signOut(_ scope: SignOutScope, as identity: RequestIdentity) async throws {
+        _ = try await self.pool.requestTransaction(identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope.rawValue])])
+    }
+}
