@@ -20,24 +20,24 @@ import Testing
 
     /// With the pool shut down, any database call fails: what still answers was answered without one.
     @Test func malformedKeysCostNoRoundTripAndKnownKeysSurviveAFlood() async throws {
-        let service = try await TestService.make()
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
-        let pool = PostgresPool(configuration: service.configuration.postgres)
-        let resolver = APIKeyResolver(functions: ServerFunctions(pool: pool), capacity: 4)
+        try await TestService.with { service in
+            let tenant = try await service.createTenant()
+            let pool = PostgresPool(configuration: service.configuration.postgres)
+            let resolver = APIKeyResolver(functions: ServerFunctions(pool: pool), capacity: 4)
 
-        let known = try await resolver.resolve(tenant.publishableKey)
-        #expect(known?.appID == tenant.appID)
-        #expect(known?.role == .anon)
-        for _ in 0..<10 {
-            #expect(try await resolver.resolve(try APIKey.generate(kind: .publishable).value) == nil)
+            let known = try await resolver.resolve(tenant.publishableKey)
+            #expect(known?.appID == tenant.appID)
+            #expect(known?.role == .anon)
+            for _ in 0..<10 {
+                #expect(try await resolver.resolve(try APIKey.generate(kind: .publishable).value) == nil)
+            }
+            #expect(resolver.cachedCount <= 4)
+            await pool.shutdown()
+
+            #expect(try await resolver.resolve(tenant.publishableKey)?.appID == tenant.appID, "the known key is still cached")
+            #expect(try await resolver.resolve("gp_pub_nope") == nil, "a malformed key is refused without the database")
+            #expect(try await resolver.resolve(String(repeating: "x", count: 5000)) == nil)
+            await #expect(throws: PostgresError.self) { try await resolver.resolve(try APIKey.generate(kind: .secret).value) }
         }
-        #expect(resolver.cachedCount <= 4)
-        await pool.shutdown()
-
-        #expect(try await resolver.resolve(tenant.publishableKey)?.appID == tenant.appID, "the known key is still cached")
-        #expect(try await resolver.resolve("gp_pub_nope") == nil, "a malformed key is refused without the database")
-        #expect(try await resolver.resolve(String(repeating: "x", count: 5000)) == nil)
-        await #expect(throws: PostgresError.self) { try await resolver.resolve(try APIKey.generate(kind: .secret).value) }
     }
 }

@@ -21,32 +21,35 @@ import Testing
         let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("dc-\(UUID()).p8").path
         try appleKey.pkcs8PEMRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
-        var configured = try await TestService.make(examples: true) { $0.signupBurstPerIP = 1000 }
-        configured.configuration.afterAppleUpdate = {
-            let crash = crashAfterAppleUpdate.withLockedValue { remaining in
-                defer { remaining = max(0, remaining - 1) }
-                return remaining > 0
+        try await TestService.with(examples: true, { $0.signupBurstPerIP = 1000 }) { configured in
+            let service = {
+                var service = configured
+                service.configuration.afterAppleUpdate = {
+                    let crash = crashAfterAppleUpdate.withLockedValue { remaining in
+                        defer { remaining = max(0, remaining - 1) }
+                        return remaining > 0
+                    }
+                    if crash { throw CancellationError() }
+                }
+                return service
+            }()
+            let tenant = try await service.createTenant()
+            let state = StandInState()
+            var logger = Logger(label: "standin")
+            logger.logLevel = .warning
+            var standInConfiguration = StandInConfiguration(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: appleKey.publicKey)
+            standInConfiguration.latency = appleLatency
+            let standIn = buildDeviceCheckStandIn(configuration: standInConfiguration, state: state, logger: logger)
+            try await standIn.test(.live) { standInClient in
+                let port = try #require(standInClient.port)
+                var settings = Administration.AppSettings()
+                settings.deviceCheckTeamID = "TEAM123456"
+                settings.deviceCheckKeyID = "KEY1234567"
+                settings.deviceCheckKeyPath = keyFile
+                settings.deviceCheckBaseURL = "http://127.0.0.1:\(port)"
+                try await Administration(pool: service.owner).configureApp(tenant.appID, settings)
+                try await service.withServer { client in try await body(service, tenant, state, client) }
             }
-            if crash { throw CancellationError() }
-        }
-        let service = configured
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
-        let state = StandInState()
-        var logger = Logger(label: "standin")
-        logger.logLevel = .warning
-        var standInConfiguration = StandInConfiguration(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: appleKey.publicKey)
-        standInConfiguration.latency = appleLatency
-        let standIn = buildDeviceCheckStandIn(configuration: standInConfiguration, state: state, logger: logger)
-        try await standIn.test(.live) { standInClient in
-            let port = try #require(standInClient.port)
-            var settings = Administration.AppSettings()
-            settings.deviceCheckTeamID = "TEAM123456"
-            settings.deviceCheckKeyID = "KEY1234567"
-            settings.deviceCheckKeyPath = keyFile
-            settings.deviceCheckBaseURL = "http://127.0.0.1:\(port)"
-            try await Administration(pool: service.owner).configureApp(tenant.appID, settings)
-            try await service.withServer { client in try await body(service, tenant, state, client) }
         }
     }
 

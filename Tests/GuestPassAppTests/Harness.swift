@@ -36,6 +36,22 @@ struct TestService: Sendable {
         return TestService(database: database, configuration: configuration, owner: database.ownerPool())
     }
 
+    /// Runs `body` with a fresh service and tears it down afterwards, whether `body` returns or throws (the teardown is
+    /// awaited: the database is gone before the test ends).
+    static func with<R: Sendable>(
+        examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }, _ body: (TestService) async throws -> R
+    ) async throws -> R {
+        let service = try await Self.make(examples: examples, adjust)
+        do {
+            let result = try await body(service)
+            await service.tearDown()
+            return result
+        } catch {
+            await service.tearDown()
+            throw error
+        }
+    }
+
     /// Registers an app with a publishable and a secret key, as `guestpass apps create` does (`Administration`).
     func createTenant(name: String = "test") async throws -> TestTenant {
         let (appID, publishable, secret) = try await Administration(pool: self.owner).createApp(name: name)

@@ -28,242 +28,242 @@ import Testing
     }
 
     @Test func guestsSeeAndChangeOnlyTheirOwnRows() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
 
-        try await service.withServer { client in
-            let a = try await Self.guest(client, tenant)
-            let b = try await Self.guest(client, tenant)
+            try await service.withServer { client in
+                let a = try await Self.guest(client, tenant)
+                let b = try await Self.guest(client, tenant)
 
-            // Shapes: composite → object, setof → array, scalar → bare JSON, jsonb → as is, void → 204.
-            let added = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"palm","p_content":{"lines":3}}"#)
-            #expect(added.status == .ok)
-            #expect(added["user_id"] == .string(a.id))
-            #expect(added["content"] == .object(["lines": .number(3)]))
-            let aReading = try #require(added.string("id"))
-            _ = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face"}"#)
-            let bAdded = try await Self.rpc(client, tenant, "add_reading", b, #"{"p_kind":"coffee","p_content":{"cup":"espresso"}}"#)
-            let bReading = try #require(bAdded.string("id"))
+                // Shapes: composite → object, setof → array, scalar → bare JSON, jsonb → as is, void → 204.
+                let added = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"palm","p_content":{"lines":3}}"#)
+                #expect(added.status == .ok)
+                #expect(added["user_id"] == .string(a.id))
+                #expect(added["content"] == .object(["lines": .number(3)]))
+                let aReading = try #require(added.string("id"))
+                _ = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face"}"#)
+                let bAdded = try await Self.rpc(client, tenant, "add_reading", b, #"{"p_kind":"coffee","p_content":{"cup":"espresso"}}"#)
+                let bReading = try #require(bAdded.string("id"))
 
-            let list = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: tenant.publishableKey, bearer: a.access, json: "{}")
-            let listed = try JSONValue.parse(list.text)
-            guard case .array(let rows) = listed else { Issue.record("list_readings must answer an array: \(list.text)"); return }
-            #expect(rows.count == 2)
-            #expect(rows.allSatisfy { $0.objectValue?["user_id"] == .string(a.id) })
+                let list = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: tenant.publishableKey, bearer: a.access, json: "{}")
+                let listed = try JSONValue.parse(list.text)
+                guard case .array(let rows) = listed else { Issue.record("list_readings must answer an array: \(list.text)"); return }
+                #expect(rows.count == 2)
+                #expect(rows.allSatisfy { $0.objectValue?["user_id"] == .string(a.id) })
 
-            let count = try await Self.rpc(client, tenant, "count_readings", a)
-            #expect(count.text == "2")
-            let summary = try await Self.rpc(client, tenant, "readings_summary", a)
-            #expect(summary["total"] == .number(2))
+                let count = try await Self.rpc(client, tenant, "count_readings", a)
+                #expect(count.text == "2")
+                let summary = try await Self.rpc(client, tenant, "readings_summary", a)
+                #expect(summary["total"] == .number(2))
 
-            // Every attempt by A on B's rows fails or does nothing.
-            let foreign = try await Self.rpc(client, tenant, "get_user_readings", a, #"{"p_user_id":"\#(b.id)"}"#)
-            #expect(foreign.status == .forbidden)
-            #expect(foreign.errorCode == "42501")
-            let deleteB = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(bReading)"}"#)
-            #expect(deleteB.status == .noContent)
-            let asB = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face","user_id":"\#(b.id)"}"#)
-            #expect(asB.status == .notFound, "no signature takes a user id: nobody can insert as someone else")
+                // Every attempt by A on B's rows fails or does nothing.
+                let foreign = try await Self.rpc(client, tenant, "get_user_readings", a, #"{"p_user_id":"\#(b.id)"}"#)
+                #expect(foreign.status == .forbidden)
+                #expect(foreign.errorCode == "42501")
+                let deleteB = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(bReading)"}"#)
+                #expect(deleteB.status == .noContent)
+                let asB = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face","user_id":"\#(b.id)"}"#)
+                #expect(asB.status == .notFound, "no signature takes a user id: nobody can insert as someone else")
 
-            // GET runs read-only with query-string arguments.
-            let filtered = try await client.call(.get, "/rest/v1/rpc/list_readings?p_kind=palm", apiKey: tenant.publishableKey, bearer: a.access)
-            #expect(filtered.status == .ok)
-            #expect((try JSONValue.parse(filtered.text)).arrayMembers.count == 1)
-            let writeViaGet = try await client.call(.get, "/rest/v1/rpc/add_reading?p_kind=face", apiKey: tenant.publishableKey, bearer: a.access)
-            #expect(writeViaGet.status == .methodNotAllowed)
+                // GET runs read-only with query-string arguments.
+                let filtered = try await client.call(.get, "/rest/v1/rpc/list_readings?p_kind=palm", apiKey: tenant.publishableKey, bearer: a.access)
+                #expect(filtered.status == .ok)
+                #expect((try JSONValue.parse(filtered.text)).arrayMembers.count == 1)
+                let writeViaGet = try await client.call(.get, "/rest/v1/rpc/add_reading?p_kind=face", apiKey: tenant.publishableKey, bearer: a.access)
+                #expect(writeViaGet.status == .methodNotAllowed)
 
-            let deleteOwn = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(aReading)"}"#)
-            #expect(deleteOwn.status == .noContent)
-            #expect(deleteOwn.text.isEmpty)
+                let deleteOwn = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(aReading)"}"#)
+                #expect(deleteOwn.status == .noContent)
+                #expect(deleteOwn.text.isEmpty)
+            }
+            // B's row is untouched; A lost only its own deleted reading.
+            #expect(try await service.count("SELECT count(*) FROM public.readings WHERE kind = 'coffee' AND content = '{\"cup\":\"espresso\"}'") == 1)
+            #expect(try await service.count("SELECT count(*) FROM public.readings") == 2)
         }
-        // B's row is untouched; A lost only its own deleted reading.
-        #expect(try await service.count("SELECT count(*) FROM public.readings WHERE kind = 'coffee' AND content = '{\"cup\":\"espresso\"}'") == 1)
-        #expect(try await service.count("SELECT count(*) FROM public.readings") == 2)
     }
 
     @Test func serviceRoleSeesItsOwnAppOnly() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let x = try await service.createTenant(name: "x")
-        let y = try await service.createTenant(name: "y")
+        try await TestService.with(examples: true) { service in
+            let x = try await service.createTenant(name: "x")
+            let y = try await service.createTenant(name: "y")
 
-        try await service.withServer { client in
-            for tenant in [x, x, y] {
-                let guest = try await Self.guest(client, tenant)
-                _ = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"face"}"#)
+            try await service.withServer { client in
+                for tenant in [x, x, y] {
+                    let guest = try await Self.guest(client, tenant)
+                    _ = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"face"}"#)
+                }
+                let backendX = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.secretKey, bearer: x.secretKey, json: "{}")
+                #expect(backendX.status == .ok)
+                #expect((try JSONValue.parse(backendX.text)).arrayMembers.count == 2)
+                let backendY = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: y.secretKey, json: "{}")
+                #expect((try JSONValue.parse(backendY.text)).arrayMembers.count == 1)
+                // Anonymous callers get nothing: list_readings is not granted to anon.
+                let anonymous = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.publishableKey, json: "{}")
+                #expect(anonymous.status == .unauthorized)
             }
-            let backendX = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.secretKey, bearer: x.secretKey, json: "{}")
-            #expect(backendX.status == .ok)
-            #expect((try JSONValue.parse(backendX.text)).arrayMembers.count == 2)
-            let backendY = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: y.secretKey, json: "{}")
-            #expect((try JSONValue.parse(backendY.text)).arrayMembers.count == 1)
-            // Anonymous callers get nothing: list_readings is not granted to anon.
-            let anonymous = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: x.publishableKey, json: "{}")
-            #expect(anonymous.status == .unauthorized)
         }
     }
 
     @Test func internalFunctionsAndSchemasAreUnreachable() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
 
-        try await service.withServer { client in
-            let guest = try await Self.guest(client, tenant)
-            let spoof = #"{"setting_name":"request.jwt.claims","new_value":"{\"sub\":\"00000000-0000-4000-8000-000000000000\"}","is_local":true}"#
-            for (function, body) in [
-                ("set_config", spoof), ("current_setting", #"{"setting_name":"request.jwt.claims"}"#), ("pg_sleep", #"{"seconds":1}"#),
-                ("version", "{}"), ("uid", "{}"), ("sign_out", #"{"p_scope":"global"}"#), ("sign_up_guest", "{}"),
-                ("resolve_api_key", #"{"p_key_hash":"x"}"#), ("take_rate_limit", "{}"),
-            ] {
-                let response = try await Self.rpc(client, tenant, function, guest, body)
-                #expect(response.status == .notFound, "\(function) must not be reachable")
-                #expect(response.errorCode == "PGRST202")
-                #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                let spoof = #"{"setting_name":"request.jwt.claims","new_value":"{\"sub\":\"00000000-0000-4000-8000-000000000000\"}","is_local":true}"#
+                for (function, body) in [
+                    ("set_config", spoof), ("current_setting", #"{"setting_name":"request.jwt.claims"}"#), ("pg_sleep", #"{"seconds":1}"#),
+                    ("version", "{}"), ("uid", "{}"), ("sign_out", #"{"p_scope":"global"}"#), ("sign_up_guest", "{}"),
+                    ("resolve_api_key", #"{"p_key_hash":"x"}"#), ("take_rate_limit", "{}"),
+                ] {
+                    let response = try await Self.rpc(client, tenant, function, guest, body)
+                    #expect(response.status == .notFound, "\(function) must not be reachable")
+                    #expect(response.errorCode == "PGRST202")
+                    #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
+                }
+                for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
+                    let response = try await Self.rpc(
+                        client, tenant, "uid", guest, headers: [HTTPField.Name("Content-Profile")!: schema]
+                    )
+                    #expect(response.status == .notAcceptable, "schema \(schema) must not be reachable")
+                }
+                // A function granted only to authenticated, called without a token: 401 with WWW-Authenticate.
+                let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
+                #expect(anonymous.status == .unauthorized)
+                #expect(anonymous.headers[.wwwAuthenticate] != nil)
+                #expect(anonymous.errorCode == "42501")
+                let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
+                #expect(badToken.status == .unauthorized)
+                #expect(badToken.headers[.wwwAuthenticate] != nil)
             }
-            for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
-                let response = try await Self.rpc(
-                    client, tenant, "uid", guest, headers: [HTTPField.Name("Content-Profile")!: schema]
-                )
-                #expect(response.status == .notAcceptable, "schema \(schema) must not be reachable")
-            }
-            // A function granted only to authenticated, called without a token: 401 with WWW-Authenticate.
-            let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
-            #expect(anonymous.status == .unauthorized)
-            #expect(anonymous.headers[.wwwAuthenticate] != nil)
-            #expect(anonymous.errorCode == "42501")
-            let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
-            #expect(badToken.status == .unauthorized)
-            #expect(badToken.headers[.wwwAuthenticate] != nil)
         }
     }
 
     @Test func errorsUsePostgRESTShapeAndStatus() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
 
-        try await service.withServer { client in
-            let guest = try await Self.guest(client, tenant)
-            let custom = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"custom"}"#)
-            #expect(custom.status.code == 402)
-            #expect(custom.errorCode == "PT402")
-            #expect(custom.string("message") == "custom failure")
-            #expect(custom.string("details") == "d")
-            #expect(custom.string("hint") == "h")
-            let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
-            #expect(plain.status == .badRequest)
-            #expect(plain.errorCode == "P0001")
-            #expect(plain.body["details"] == .null)
-            let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
-            #expect(unique.status == .conflict)
-            let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
-            #expect(badUUID.status == .badRequest)
-            #expect(badUUID.errorCode == "22P02")
-            let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
-            #expect(badKind.status == .badRequest)
-            let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
-            #expect(missing.status == .notFound)
-            #expect(missing.errorCode == "PGRST202")
-            let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
-            #expect(notJSON.status == .badRequest)
-            let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
-            #expect(array.status == .badRequest)
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                let custom = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"custom"}"#)
+                #expect(custom.status.code == 402)
+                #expect(custom.errorCode == "PT402")
+                #expect(custom.string("message") == "custom failure")
+                #expect(custom.string("details") == "d")
+                #expect(custom.string("hint") == "h")
+                let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
+                #expect(plain.status == .badRequest)
+                #expect(plain.errorCode == "P0001")
+                #expect(plain.body["details"] == .null)
+                let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
+                #expect(unique.status == .conflict)
+                let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
+                #expect(badUUID.status == .badRequest)
+                #expect(badUUID.errorCode == "22P02")
+                let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
+                #expect(badKind.status == .badRequest)
+                let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
+                #expect(missing.status == .notFound)
+                #expect(missing.errorCode == "PGRST202")
+                let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
+                #expect(notJSON.status == .badRequest)
+                let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
+                #expect(array.status == .badRequest)
+            }
         }
     }
 
     /// A request that waits past the pool's acquire timeout is a 503 in PostgREST's shape (`PGRST003`), not GoTrue's.
     @Test func poolAcquireTimeoutIsA503InPostgRESTShape() async throws {
-        var configured = try await TestService.make(examples: true)
-        configured.configuration.databasePoolSize = 1
-        configured.configuration.databaseAcquireTimeout = .seconds(1)
-        let service = configured
-        defer { Task { await service.tearDown() } }
-        try await service.owner.execute(
-            "CREATE FUNCTION public.test_sleep(p_seconds double precision) RETURNS integer LANGUAGE sql AS 'SELECT 1 FROM pg_sleep(p_seconds)'"
-        )
-        try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.test_sleep(double precision) TO authenticated")
-        let tenant = try await service.createTenant()
-        try await service.withServer { client in
-            let guest = try await Self.guest(client, tenant)
-            #expect(try await Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":0}"#).status == .ok)
-            async let holder = Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":3}"#)
-            try await Task.sleep(for: .milliseconds(300))  // the one connection is taken by then
-            let waited = try await Self.rpc(client, tenant, "get_quota", guest)
-            #expect(waited.status == .serviceUnavailable)
-            #expect(waited.errorCode == "PGRST003")
-            #expect(waited.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(waited.text)")
-            #expect(try await holder.status == .ok)
+        try await TestService.with(examples: true) { configured in
+            var service = configured
+            service.configuration.databasePoolSize = 1
+            service.configuration.databaseAcquireTimeout = .seconds(1)
+            try await service.owner.execute(
+                "CREATE FUNCTION public.test_sleep(p_seconds double precision) RETURNS integer LANGUAGE sql AS 'SELECT 1 FROM pg_sleep(p_seconds)'"
+            )
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.test_sleep(double precision) TO authenticated")
+            let tenant = try await service.createTenant()
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                #expect(try await Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":0}"#).status == .ok)
+                async let holder = Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":3}"#)
+                try await Task.sleep(for: .milliseconds(300))  // the one connection is taken by then
+                let waited = try await Self.rpc(client, tenant, "get_quota", guest)
+                #expect(waited.status == .serviceUnavailable)
+                #expect(waited.errorCode == "PGRST003")
+                #expect(waited.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(waited.text)")
+                #expect(try await holder.status == .ok)
+            }
         }
     }
 
     /// A database that is down is a 503 in PostgREST's shape (`PGRST000`) under /rest/v1 and GoTrue's under /auth/v1.
     @Test func databaseDownIsA503InEachGroupsShape() async throws {
-        let healthy = try await TestService.make(examples: true)
-        defer { Task { await healthy.tearDown() } }
-        let tenant = try await healthy.createTenant()
-        var service = healthy
-        service.configuration.databaseURL = "postgresql://guestpass_authenticator@127.0.0.1:1/nowhere?connect_timeout=1"
-        let down = service
-        try await down.withServer { client in
-            let rpc = try await Self.rpc(client, tenant, "get_quota", nil)
-            #expect(rpc.status == .serviceUnavailable)
-            #expect(rpc.errorCode == "PGRST000")
-            #expect(rpc.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(rpc.text)")
-            let signUp = try await client.signUp(tenant)
-            #expect(signUp.status == .serviceUnavailable)
-            #expect(signUp.errorCode == "database_unavailable")
-            #expect(signUp.body.keys.sorted() == ["code", "message"], "GoTrue's shape: \(signUp.text)")
+        try await TestService.with(examples: true) { healthy in
+            let tenant = try await healthy.createTenant()
+            var service = healthy
+            service.configuration.databaseURL = "postgresql://guestpass_authenticator@127.0.0.1:1/nowhere?connect_timeout=1"
+            let down = service
+            try await down.withServer { client in
+                let rpc = try await Self.rpc(client, tenant, "get_quota", nil)
+                #expect(rpc.status == .serviceUnavailable)
+                #expect(rpc.errorCode == "PGRST000")
+                #expect(rpc.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(rpc.text)")
+                let signUp = try await client.signUp(tenant)
+                #expect(signUp.status == .serviceUnavailable)
+                #expect(signUp.errorCode == "database_unavailable")
+                #expect(signUp.body.keys.sorted() == ["code", "message"], "GoTrue's shape: \(signUp.text)")
+            }
         }
     }
 
     @Test func newFunctionsAreCallableWithoutARestart() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
 
-        try await service.withServer { client in
-            let guest = try await Self.guest(client, tenant)
-            #expect(try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .notFound)
-            try await service.owner.execute(
-                """
-                CREATE FUNCTION public.echo_twice(p_text text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT p_text || p_text $$;
-                """
-            )
-            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.echo_twice(text) TO authenticated")
-            try await Task.sleep(for: .milliseconds(1100))
-            let echoed = try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#)
-            #expect(echoed.status == .ok)
-            #expect(echoed.text == #""hihi""#)
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                #expect(try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .notFound)
+                try await service.owner.execute(
+                    """
+                    CREATE FUNCTION public.echo_twice(p_text text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT p_text || p_text $$;
+                    """
+                )
+                try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.echo_twice(text) TO authenticated")
+                try await Task.sleep(for: .milliseconds(1100))
+                let echoed = try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#)
+                #expect(echoed.status == .ok)
+                #expect(echoed.text == #""hihi""#)
+            }
         }
     }
 
     /// A function replaced with another result shape is seen at once after SIGHUP (a reload signal).
     @Test func hangupReloadsChangedSignatures() async throws {
-        let service = try await TestService.make(examples: true)
-        defer { Task { await service.tearDown() } }
-        let tenant = try await service.createTenant()
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
 
-        try await service.withServer { client in
-            let guest = try await Self.guest(client, tenant)
-            try await service.owner.execute("CREATE FUNCTION public.shape_probe() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 7 $$")
-            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated")
-            try await Task.sleep(for: .milliseconds(1100))
-            #expect(try await Self.rpc(client, tenant, "shape_probe", guest).text == "7")
-            try await service.owner.withConnection { connection in
-                try await connection.executeScript(
-                    """
-                    DROP FUNCTION public.shape_probe();
-                    CREATE FUNCTION public.shape_probe() RETURNS TABLE (n integer) LANGUAGE sql STABLE AS $$ SELECT 7 $$;
-                    GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated;
-                    """
-                )
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                try await service.owner.execute("CREATE FUNCTION public.shape_probe() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 7 $$")
+                try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated")
+                try await Task.sleep(for: .milliseconds(1100))
+                #expect(try await Self.rpc(client, tenant, "shape_probe", guest).text == "7")
+                try await service.owner.withConnection { connection in
+                    try await connection.executeScript(
+                        """
+                        DROP FUNCTION public.shape_probe();
+                        CREATE FUNCTION public.shape_probe() RETURNS TABLE (n integer) LANGUAGE sql STABLE AS $$ SELECT 7 $$;
+                        GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated;
+                        """
+                    )
+                }
+                kill(getpid(), SIGHUP)
+                try await Task.sleep(for: .milliseconds(500))
+                let reshaped = try await Self.rpc(client, tenant, "shape_probe", guest)
+                #expect(reshaped.text == #"[{"n":7}]"#, "got \(reshaped.status): \(reshaped.text)")
             }
-            kill(getpid(), SIGHUP)
-            try await Task.sleep(for: .milliseconds(500))
-            let reshaped = try await Self.rpc(client, tenant, "shape_probe", guest)
-            #expect(reshaped.text == #"[{"n":7}]"#, "got \(reshaped.status): \(reshaped.text)")
         }
     }
 }
