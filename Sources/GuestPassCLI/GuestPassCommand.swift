@@ -26,9 +26,10 @@ struct DatabaseOptions: ParsableArguments {
     }
 }
 
-/// Sets up logging once per process: level from `LOG_LEVEL`, output to standard error.
-func bootstrapLogging(label: String) -> Logger {
-    let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+/// Sets up logging once per process at `level` (`serve` passes its validated `AppConfiguration.logLevel`; the other
+/// commands read `LOG_LEVEL` leniently), output to standard error.
+func bootstrapLogging(label: String, level: Logger.Level? = nil) -> Logger {
+    let level = level ?? ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
     LoggingSystem.bootstrap { label in
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = level

@@ -14,7 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as ConfigurationError {
             throw ValidationError(error.description)
         }
-        let logger = bootstrapLogging(label: "guestpass")
+        let logger = bootstrapLogging(label: "guestpass", level: configuration.logLevel)
         let app = try buildApplication(configuration: configuration, logger: logger)
         try await app.runService()
     }

@@ -276,11 +276,6 @@ public struct PooledConnection: Sendable {
         try await self.run { try $0.executeScript(sql) }
     }
 
-    /// Pipelines `statements` with one Sync: one round trip.
-    public func pipeline(_ statements: [PostgresStatement]) async throws -> [PostgresResult] {
-        try await self.run { try $0.pipeline(statements) }
-    }
-
     /// The server's process id for this session.
     public var backendPID: Int32 { self.connection.backendPID }
 }
