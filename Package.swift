@@ -2,14 +2,14 @@
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(
     name: "GuestPass",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "guestpass", targets: ["GuestPassCLI"]),
+        .executable(name: "guestpass", targets: ["GuestPassCLI"])
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),

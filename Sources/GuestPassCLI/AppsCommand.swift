@@ -73,7 +73,9 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "true or false.") var premium: Bool
 
         func run() async throws {
-            let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).setPremium(user: self.user, premium: self.premium) }
+            let updated = try await withAdminPool(self.database) {
+                try await Administration(pool: $0).setPremium(user: self.user, premium: self.premium)
+            }
             guard updated else { throw ValidationError("no user with id \(self.user)") }
             print("User \(self.user.uuidString.lowercased()) is\(self.premium ? "" : " not") premium.")
         }
@@ -97,7 +99,9 @@ struct AppsCommand: AsyncParsableCommand {
             let name = self.name
             let (appID, publishable, secret) = try await withAdminPool(self.database) { try await Administration(pool: $0).createApp(name: name) }
             if self.json {
-                let object = ["app_id": appID.uuidString.lowercased(), "name": name, "publishable_key": publishable.value, "secret_key": secret.value]
+                let object = [
+                    "app_id": appID.uuidString.lowercased(), "name": name, "publishable_key": publishable.value, "secret_key": secret.value,
+                ]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
             } else {

@@ -26,7 +26,8 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     struct Public: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the public key (PEM) of a private key file, for GUESTPASS_JWT_VERIFY_KEY_FILES.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the public key (PEM) of a private key file, for GUESTPASS_JWT_VERIFY_KEY_FILES.")
         @Argument(help: "The private key file.") var file: String
 
         func run() async throws {

@@ -37,7 +37,8 @@ public struct MigrationRunner: Sendable {
                     try History.create(on: connection)
                     let history = try History.load(from: connection)
                     // Validate every scope before applying anything, so a bad app folder stops the run untouched.
-                    let pending = try Self.validate(files: core, scope: .core, against: history)
+                    let pending =
+                        try Self.validate(files: core, scope: .core, against: history)
                         + (app.map { try Self.validate(files: $0, scope: .app, against: history) } ?? [])
                     for file in pending {
                         try Self.apply(file, on: connection, logger: logger)

@@ -35,15 +35,24 @@ public struct MigrationStatus: Sendable, Equatable {
         for file in files ?? [] {
             let key = History.Key(scope: scope.rawValue, version: file.version)
             guard let entry = recorded[key] else {
-                rows.append(.init(scope: scope, version: file.version, name: file.name, checksum: file.checksum, state: .pending, appliedAt: nil, durationMilliseconds: nil))
+                rows.append(
+                    .init(
+                        scope: scope, version: file.version, name: file.name, checksum: file.checksum, state: .pending, appliedAt: nil,
+                        durationMilliseconds: nil))
                 continue
             }
             let state: State = !entry.success ? .failed : entry.checksum == file.checksum ? .applied : .changed
-            rows.append(.init(scope: scope, version: file.version, name: file.name, checksum: file.checksum, state: state, appliedAt: entry.appliedAt, durationMilliseconds: entry.durationMilliseconds))
+            rows.append(
+                .init(
+                    scope: scope, version: file.version, name: file.name, checksum: file.checksum, state: state, appliedAt: entry.appliedAt,
+                    durationMilliseconds: entry.durationMilliseconds))
         }
         let fileVersions = Set((files ?? []).map(\.version))
         for (key, entry) in recorded where !fileVersions.contains(key.version) {
-            rows.append(.init(scope: scope, version: key.version, name: entry.name, checksum: entry.checksum, state: files == nil ? .recorded : .missing, appliedAt: entry.appliedAt, durationMilliseconds: entry.durationMilliseconds))
+            rows.append(
+                .init(
+                    scope: scope, version: key.version, name: entry.name, checksum: entry.checksum, state: files == nil ? .recorded : .missing,
+                    appliedAt: entry.appliedAt, durationMilliseconds: entry.durationMilliseconds))
         }
         return rows.sorted { (Int($0.version) ?? .max, $0.version) < (Int($1.version) ?? .max, $1.version) }
     }

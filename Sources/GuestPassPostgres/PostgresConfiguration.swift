@@ -31,7 +31,8 @@ public struct PostgresConfiguration: Sendable {
     /// Session settings sent at connect time: stable text formats for decoding, the statement timeout, and
     /// `sessionSettings`.
     var sessionOptions: String {
-        let milliseconds = self.statementTimeout.components.seconds * 1000
+        let milliseconds =
+            self.statementTimeout.components.seconds * 1000
             + self.statementTimeout.components.attoseconds / 1_000_000_000_000_000
         var options = "-c statement_timeout=\(milliseconds) -c DateStyle=ISO -c TimeZone=UTC -c bytea_output=hex"
         for (name, value) in self.sessionSettings.sorted(by: { $0.key < $1.key })
@@ -42,6 +43,8 @@ public struct PostgresConfiguration: Sendable {
     }
 
     private static func isPlain(_ text: String, allowing extra: String) -> Bool {
-        text.unicodeScalars.allSatisfy { ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || extra.unicodeScalars.contains($0) }
+        text.unicodeScalars.allSatisfy {
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || extra.unicodeScalars.contains($0)
+        }
     }
 }

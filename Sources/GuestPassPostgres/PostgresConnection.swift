@@ -363,7 +363,9 @@ private func withParameters<R>(
         values.withUnsafeBufferPointer { valuePointer in
             lengths.withUnsafeBufferPointer { lengthPointer in
                 formats.withUnsafeBufferPointer { formatPointer in
-                    body(Int32(parameters.count), typePointer.baseAddress, valuePointer.baseAddress, lengthPointer.baseAddress, formatPointer.baseAddress)
+                    body(
+                        Int32(parameters.count), typePointer.baseAddress, valuePointer.baseAddress, lengthPointer.baseAddress,
+                        formatPointer.baseAddress)
                 }
             }
         }

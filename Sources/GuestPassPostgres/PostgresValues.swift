@@ -114,8 +114,14 @@ enum TimestampText {
                 guard expect("+-"), let offsetHours = number(2) else { return nil }
                 var offsetMinutes = 0
                 var offsetExtra = 0
-                if expect(":") { guard let value = number(2) else { return nil }; offsetMinutes = value }
-                if expect(":") { guard let value = number(2) else { return nil }; offsetExtra = value }
+                if expect(":") {
+                    guard let value = number(2) else { return nil }
+                    offsetMinutes = value
+                }
+                if expect(":") {
+                    guard let value = number(2) else { return nil }
+                    offsetExtra = value
+                }
                 offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60 + offsetExtra)
             }
         }

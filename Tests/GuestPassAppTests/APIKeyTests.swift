@@ -12,8 +12,10 @@ import Testing
         #expect(APIKey.kind(of: publishable.value) == .publishable)
         #expect(APIKey.kind(of: secret.value) == .secret)
         #expect(publishable.value != (try APIKey.generate(kind: .publishable)).value)
-        for text in ["", "gp_pub_nope", String(publishable.value.dropLast()), publishable.value + "0", publishable.value.uppercased(),
-                     "gp_xxx_" + String(repeating: "a", count: 64), "gp_pub_" + String(repeating: "g", count: 64), String(repeating: "a", count: 5000)] {
+        for text in [
+            "", "gp_pub_nope", String(publishable.value.dropLast()), publishable.value + "0", publishable.value.uppercased(),
+            "gp_xxx_" + String(repeating: "a", count: 64), "gp_pub_" + String(repeating: "g", count: 64), String(repeating: "a", count: 5000),
+        ] {
             #expect(APIKey.kind(of: text) == nil, "\(text.prefix(20))")
         }
     }

@@ -9,7 +9,8 @@ import Testing
         try await TestService.with { service in
             let admin = Administration(pool: service.owner)
             let (app, _, _) = try await admin.createApp(name: "admin-test")
-            let user: UUID = try await service.owner.execute("INSERT INTO public.users (app_id) VALUES ($1) RETURNING id", [app]).rows[0].decode(at: 0)
+            let user: UUID = try await service.owner.execute("INSERT INTO public.users (app_id) VALUES ($1) RETURNING id", [app]).rows[0].decode(
+                at: 0)
 
             #expect(try await admin.setPremium(user: user, premium: true))
             #expect(try await service.count("SELECT count(*) FROM public.users WHERE id = $1 AND is_premium", [user]) == 1)

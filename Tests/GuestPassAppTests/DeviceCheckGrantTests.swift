@@ -144,7 +144,8 @@ import Testing
             let tooSoon = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-x"))
             #expect(tooSoon.status == .conflict)
             // Time passes (the pending claim is older than its 30 s hold).
-            try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await service.owner.execute(
+                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
             let repaired = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-x"))
             #expect(repaired.status == .ok)
             #expect(repaired["granted"] == .bool(true))
@@ -176,7 +177,8 @@ import Testing
             let unknown = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(unknown.status == .serviceUnavailable)
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 1)
-            try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await service.owner.execute(
+                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
 
             let granted = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(granted["granted"] == .bool(true))
@@ -228,7 +230,8 @@ import Testing
             #expect(outcomes.filter { $0["granted"] == .bool(true) }.count == 1)
             let users = installs.map { $0.user.uuidString.lowercased() }.joined(separator: ",")
             #expect(
-                try await service.count("SELECT coalesce(sum(credits_balance), 0)::int FROM public.users WHERE id = ANY(string_to_array($1, ',')::uuid[])", [users]) == 10
+                try await service.count(
+                    "SELECT coalesce(sum(credits_balance), 0)::int FROM public.users WHERE id = ANY(string_to_array($1, ',')::uuid[])", [users]) == 10
             )
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 0, "every claim closed")
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_leases") == 0, "the lease released")
@@ -250,7 +253,8 @@ import Testing
             let granted = try await Self.claim(client, tenant, second.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
             #expect(granted["granted"] == .bool(true), "the failed update never landed: the other install gets the grant")
 
-            try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await service.owner.execute(
+                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
             let repaired = try await Self.claim(client, tenant, first.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
             #expect(repaired.status == .ok)
             #expect(repaired["granted"] == .bool(false))
@@ -287,7 +291,8 @@ import Testing
                 after: .milliseconds(100)
             )
             let closed = try await eventually(timeout: .seconds(10)) {
-                try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE user_id = $1 AND state <> 'pending'", [guest.user]) == 1
+                try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE user_id = $1 AND state <> 'pending'", [guest.user])
+                    == 1
             }
             #expect(closed, "the claim was finished after the client left")
             #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)

@@ -5,7 +5,8 @@ import Testing
 
 /// The request-body JSON parser: strict RFC 8259, text PostgreSQL can store, bounded depth and size.
 @Suite struct JSONParserTests {
-    static func parse(_ bytes: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth, maxValues: Int = JSONParser.defaultMaxValues) throws -> JSONValue {
+    static func parse(_ bytes: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth, maxValues: Int = JSONParser.defaultMaxValues) throws -> JSONValue
+    {
         try JSONParser.parse(bytes, maxDepth: maxDepth, maxValues: maxValues)
     }
 
@@ -33,10 +34,11 @@ import Testing
         #expect(throws: JSONParser.Failure.self, "\(text.debugDescription)") { try Self.parse(text) }
     }
 
-    @Test(arguments: [
-        [0xFF], [0xFE], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
-        [0xF5, 0x80, 0x80, 0x80], [0xC3], [0xE2, 0x82], [0x80],
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0xFF], [0xFE], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xF5, 0x80, 0x80, 0x80], [0xC3], [0xE2, 0x82], [0x80],
+        ] as [[UInt8]])
     func refusesInvalidUTF8(_ bytes: [UInt8]) {
         let document = Array(#"{"a":""#.utf8) + bytes + Array(#""}"#.utf8)
         #expect(throws: JSONParser.Failure.self) { try Self.parse(document) }

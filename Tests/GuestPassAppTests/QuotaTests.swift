@@ -130,10 +130,13 @@ import Testing
                         try connection.execute("SELECT set_config('guestpass.clock_override', $1, true)", [instant])
                         try connection.execute(
                             "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', $1, true)",
-                            [#"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated","app_id":"\#(tenant.appID.uuidString.lowercased())"}"#]
+                            [
+                                #"{"sub":"\#(user.uuidString.lowercased())","role":"authenticated","app_id":"\#(tenant.appID.uuidString.lowercased())"}"#
+                            ]
                         )
                         do {
-                            let result = try connection.execute("SELECT (public.consume_quota() ->> 'quota_remaining')::int").rows[0].decode(Int.self, at: 0)
+                            let result = try connection.execute("SELECT (public.consume_quota() ->> 'quota_remaining')::int").rows[0].decode(
+                                Int.self, at: 0)
                             try connection.execute("COMMIT")
                             return result
                         } catch let error as PostgresError where error.sqlState == SQLState("PT429") {

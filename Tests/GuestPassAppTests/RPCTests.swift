@@ -47,7 +47,10 @@ import Testing
 
                 let list = try await client.call(.post, "/rest/v1/rpc/list_readings", apiKey: tenant.publishableKey, bearer: a.access, json: "{}")
                 let listed = try JSONValue.parse(list.text)
-                guard case .array(let rows) = listed else { Issue.record("list_readings must answer an array: \(list.text)"); return }
+                guard case .array(let rows) = listed else {
+                    Issue.record("list_readings must answer an array: \(list.text)")
+                    return
+                }
                 #expect(rows.count == 2)
                 #expect(rows.allSatisfy { $0.objectValue?["user_id"] == .string(a.id) })
 

@@ -119,20 +119,25 @@ import Testing
                 #expect(badScope.status == .badRequest)
 
                 // local: only session 0 ends.
-                #expect(try await client.call(.post, "/auth/v1/logout?scope=local", apiKey: tenant.publishableKey, bearer: access[0]).status == .noContent)
+                #expect(
+                    try await client.call(.post, "/auth/v1/logout?scope=local", apiKey: tenant.publishableKey, bearer: access[0]).status == .noContent
+                )
                 #expect(try await client.refresh(tenant, refresh[0]).status == .badRequest)
                 #expect(try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: access[0]).status == .forbidden)
                 #expect(try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: access[1]).status == .ok)
 
                 // others: every session but session 1 ends.
-                #expect(try await client.call(.post, "/auth/v1/logout?scope=others", apiKey: tenant.publishableKey, bearer: access[1]).status == .noContent)
+                #expect(
+                    try await client.call(.post, "/auth/v1/logout?scope=others", apiKey: tenant.publishableKey, bearer: access[1]).status
+                        == .noContent)
                 #expect(try await client.refresh(tenant, refresh[2]).status == .badRequest)
                 let stillThere = try await client.refresh(tenant, refresh[1])
                 #expect(stillThere.status == .ok)
 
                 // global: everything ends.
                 let current = try #require(stillThere.string("access_token"))
-                #expect(try await client.call(.post, "/auth/v1/logout?scope=global", apiKey: tenant.publishableKey, bearer: current).status == .noContent)
+                #expect(
+                    try await client.call(.post, "/auth/v1/logout?scope=global", apiKey: tenant.publishableKey, bearer: current).status == .noContent)
                 #expect(try await client.refresh(tenant, try #require(stillThere.string("refresh_token"))).status == .badRequest)
             }
             #expect(try await service.count("SELECT count(*) FROM guestpass.sessions WHERE revoked_at IS NULL") == 0)

@@ -11,7 +11,11 @@ import Testing
             let secret = UUID().uuidString.lowercased()
 
             try await service.withServer { client in
-                let response = try await client.signUp(tenant, deviceSecret: secret, extra: #","device":{"model":"iPhone15,2","os_version":"18.1","app_version":"1.2","build_number":"42","is_simulator":true},"theme":"dark""#)
+                let response = try await client.signUp(
+                    tenant, deviceSecret: secret,
+                    extra:
+                        #","device":{"model":"iPhone15,2","os_version":"18.1","app_version":"1.2","build_number":"42","is_simulator":true},"theme":"dark""#
+                )
                 #expect(response.status == .ok)
                 #expect(!response.text.contains(secret), "the device secret never appears in a response")
                 let access = try #require(response.string("access_token"))

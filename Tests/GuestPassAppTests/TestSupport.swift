@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Polls `condition` until it holds or `timeout` passes (every 50 ms); answers whether it held. For state another

@@ -90,10 +90,11 @@ import Testing
     @Test func jwkRoundTripAndValidation() throws {
         let key = try Fixtures.a3PublicKey()
         let jwk = key.jwk()
-        #expect(jwk == [
-            "kty": "EC", "crv": "P-256", "x": Fixtures.a3X, "y": Fixtures.a3Y, "use": "sig", "alg": "ES256",
-            "kid": Fixtures.a3Thumbprint,
-        ])
+        #expect(
+            jwk == [
+                "kty": "EC", "crv": "P-256", "x": Fixtures.a3X, "y": Fixtures.a3Y, "use": "sig", "alg": "ES256",
+                "kid": Fixtures.a3Thumbprint,
+            ])
         #expect(try ES256PublicKey(jwk: jwk).x == key.x)
         #expect(key.jwk(keyID: "k1")["kid"] == "k1")
 

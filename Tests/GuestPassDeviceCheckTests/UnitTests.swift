@@ -95,8 +95,9 @@ import Testing
         #expect(!DeviceCheckError(.badDeviceToken).isRetryable)
         #expect(!DeviceCheckError(.unauthorized).isRetryable)
 
-        #expect(try DeviceCheckClient.parseBits(Array(#"{"bit0":true,"bit1":false,"last_update_time":"2026-09"}"#.utf8))
-            == DeviceBits(bit0: true, bit1: false, lastUpdateTime: "2026-09"))
+        #expect(
+            try DeviceCheckClient.parseBits(Array(#"{"bit0":true,"bit1":false,"last_update_time":"2026-09"}"#.utf8))
+                == DeviceBits(bit0: true, bit1: false, lastUpdateTime: "2026-09"))
         #expect(try DeviceCheckClient.parseBits(Array("Failed to find bit state\n".utf8)) == .neverSet)
         #expect(throws: DeviceCheckError.self) { try DeviceCheckClient.parseBits(Array("{}".utf8)) }
         #expect(throws: DeviceCheckError.self) { try DeviceCheckClient.parseBits([]) }

@@ -33,8 +33,11 @@ struct MigrateCommandTests {
             let status = try await runGuestpass(["migrate", "status", "--dir", app.url.path], databaseURL: database.ownerURL)
             #expect(status.status == 0, "\(status.summary)")
             let appFiles = try app.load()
-            let expected = core.map { StatusLine(scope: "core", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum) }
-                + appFiles.map { StatusLine(scope: "app", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum) }
+            let expected =
+                core.map { StatusLine(scope: "core", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum) }
+                + appFiles.map {
+                    StatusLine(scope: "app", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum)
+                }
             let lines = parseStatus(status.stdout)
             #expect(lines.map(\.withoutTime) == expected, "\(status.summary)")
             #expect(lines.allSatisfy { isSHA256Checksum($0.checksum) })

@@ -246,7 +246,8 @@ struct MigrationRunnerTests {
     @Test("a -- migrate:no-transaction file runs outside a transaction (create index concurrently)")
     func noTransactionFile() async throws {
         let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n")
+        try folder.write(
+            "0001_create_t1.sql", "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n")
         try folder.write(
             "0002_index_t1_label.sql",
             "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n"
@@ -298,7 +299,8 @@ struct MigrationRunnerTests {
     @Test("four runners started together apply each file exactly once")
     func concurrentRunners() async throws {
         let folder = try MigrationFolder()
-        try folder.write("0001_create_counter.sql", "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n")
+        try folder.write(
+            "0001_create_counter.sql", "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n")
         try folder.write("0002_count_two.sql", "insert into counter values ('0002');\n")
         try folder.write("0003_count_three.sql", "insert into counter values ('0003');\n")
         let files = try folder.load()
@@ -327,7 +329,11 @@ struct MigrationRunnerTests {
             #expect(appliedCounts.filter(\.isEmpty).count == 3, "the others apply nothing: \(appliedCounts)")
             #expect(try await count(pool, "select count(*) from counter") == 3)
             #expect(try await historyCount(pool) == 3)
-            #expect(try await count(pool, "select count(*) from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())") == 0, "the lock is released")
+            #expect(
+                try await count(
+                    pool,
+                    "select count(*) from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())"
+                ) == 0, "the lock is released")
         }
     }
 
@@ -432,7 +438,8 @@ struct MigrationFileTests {
     func checksumNormalisation() {
         let lf = MigrationFile(scope: .app, version: "0001", name: "x", contents: Data("create table a (id int);\nselect 1;\n".utf8))
         let crlf = MigrationFile(scope: .app, version: "0001", name: "x", contents: Data("create table a (id int);\r\nselect 1;\r\n".utf8))
-        let bom = MigrationFile(scope: .app, version: "0001", name: "x", contents: Data([0xEF, 0xBB, 0xBF]) + Data("create table a (id int);\nselect 1;\n".utf8))
+        let bom = MigrationFile(
+            scope: .app, version: "0001", name: "x", contents: Data([0xEF, 0xBB, 0xBF]) + Data("create table a (id int);\nselect 1;\n".utf8))
         let edited = MigrationFile(scope: .app, version: "0001", name: "x", contents: Data("create table a (id int);\nselect 2;\n".utf8))
         #expect(lf.checksum == crlf.checksum)
         #expect(lf.checksum == bom.checksum)

@@ -8,7 +8,12 @@ import Testing
     @Test func everyTypeRoundTripsIncludingNull() async throws {
         let database = try await TestDatabase.create(migrated: false)
         let pool = database.ownerPool()
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let uuid = UUID()
         let instant = Date(timeIntervalSince1970: 1_795_000_000.123456)
@@ -36,7 +41,10 @@ import Testing
         #expect(abs(decodedInstant.timeIntervalSince1970 - instant.timeIntervalSince1970) < 0.000_001)
         #expect(try row.decode(PostgresDate.self, at: 7) == PostgresDate(year: 2024, month: 2, day: 29))
         #expect(try row.decode(PostgresJSON.self, at: 8).text == #"{"a": [1, 2]}"#)
-        struct Document: Decodable, Equatable { let a: String; let b: Int? }
+        struct Document: Decodable, Equatable {
+            let a: String
+            let b: Int?
+        }
         #expect(try row.decode(PostgresJSON.self, at: 9).decode(Document.self) == Document(a: "x", b: nil))
         #expect(try row.decode([UInt8].self, at: 10) == bytes)
         #expect(try row.decode(String?.self, at: 11) == nil)
@@ -49,7 +57,12 @@ import Testing
     @Test func nullIntoNonOptionalIsATypedError() async throws {
         let database = try await TestDatabase.create(migrated: false)
         let pool = database.ownerPool()
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let row = try #require(try await pool.execute("SELECT NULL::int8 AS n, 'x'::text AS t").first)
         #expect(throws: PostgresError.self) { try row.decode(Int.self, "n") }
@@ -61,7 +74,12 @@ import Testing
     @Test func timestampsFromOtherOffsetsAndNamedColumns() async throws {
         let database = try await TestDatabase.create(migrated: false)
         let pool = database.ownerPool()
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let row = try #require(
             try await pool.execute(

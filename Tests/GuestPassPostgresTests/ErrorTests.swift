@@ -7,7 +7,12 @@ import Testing
     @Test func uniqueViolationCarriesSQLStateAndConstraint() async throws {
         let database = try await TestDatabase.create(migrated: false)
         let pool = database.ownerPool()
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         try await pool.execute("CREATE TABLE public.things (id int PRIMARY KEY, label text CONSTRAINT things_label_key UNIQUE)")
         try await pool.execute("INSERT INTO public.things VALUES ($1, $2)", [1, "same"])
@@ -28,7 +33,12 @@ import Testing
     @Test func raisedExceptionKeepsMessageDetailAndHint() async throws {
         let database = try await TestDatabase.create(migrated: false)
         let pool = database.ownerPool()
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let error = try await #require(throws: PostgresError.self) {
             try await pool.execute(
@@ -46,7 +56,12 @@ import Testing
         var configuration = PostgresConfiguration(url: database.ownerURL)
         configuration.statementTimeout = .milliseconds(200)
         let pool = PostgresPool(configuration: configuration)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT pg_sleep(5)") }
         #expect(error.sqlState == .queryCanceled)

@@ -11,7 +11,12 @@ import Testing
         configuration.maxConnections = 8
         configuration.acquireTimeout = .seconds(60)
         let pool = PostgresPool(configuration: configuration)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let outcomes = await withTaskGroup(of: Result<(Int, Int32), any Error>.self) { group in
             for index in 0..<200 {
@@ -42,7 +47,12 @@ import Testing
         configuration.maxConnections = 1
         configuration.acquireTimeout = .milliseconds(200)
         let pool = PostgresPool(configuration: configuration)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         async let long: PostgresResult = pool.execute("SELECT pg_sleep(1.5)")
         try await Task.sleep(for: .milliseconds(300))
@@ -57,7 +67,12 @@ import Testing
     @Test func connectionHandedBackMidTransactionIsCleanForTheNextBorrower() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let firstPID = try await pool.withConnection { connection in
             try await connection.execute("BEGIN")
@@ -91,7 +106,12 @@ import Testing
     @Test func failedRequestTransactionLeavesCleanSession() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let identity = RequestIdentity(role: .authenticated, claimsJSON: #"{"sub":"6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11"}"#)
         let error = try await #require(throws: PostgresError.self) {
@@ -109,7 +129,12 @@ import Testing
     @Test func loginRoleWithoutRoleSwitchIsDenied() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT count(*) FROM public.users") }
         #expect(error.sqlState == .insufficientPrivilege)

@@ -9,7 +9,12 @@ import Testing
     @Test func statementsRunAsTheRoleWithTheClaims() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 2)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let results = try await pool.requestTransaction(
             RequestIdentity(role: .authenticated, claimsJSON: Self.claims),
@@ -29,7 +34,12 @@ import Testing
     @Test func readOnlyRequestRefusesWrites() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let error = try await #require(throws: PostgresError.self) {
             try await pool.requestTransaction(
@@ -46,7 +56,12 @@ import Testing
     @Test func requestTransactionIsOneRoundTrip() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let tracePath = FileManager.default.temporaryDirectory.appendingPathComponent("gp-trace-\(UUID()).log").path
         defer { try? FileManager.default.removeItem(atPath: tracePath) }
@@ -79,7 +94,12 @@ import Testing
     @Test func framingStatementsArePreparedOncePerConnection() async throws {
         let database = try await TestDatabase.create()
         let pool = database.loginPool(maxConnections: 1)
-        defer { Task { await pool.shutdown(); await database.drop() } }
+        defer {
+            Task {
+                await pool.shutdown()
+                await database.drop()
+            }
+        }
 
         let tracePath = FileManager.default.temporaryDirectory.appendingPathComponent("gp-trace-\(UUID()).log").path
         defer { try? FileManager.default.removeItem(atPath: tracePath) }

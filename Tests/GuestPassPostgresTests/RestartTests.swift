@@ -42,7 +42,10 @@ import Testing
                         return (ok, failed)
                     }
                 }
-                return await group.reduce(into: (ok: 0, failed: 0)) { $0.ok += $1.ok; $0.failed += $1.failed }
+                return await group.reduce(into: (ok: 0, failed: 0)) {
+                    $0.ok += $1.ok
+                    $0.failed += $1.failed
+                }
             }
         }
         try await Task.sleep(for: .milliseconds(300))

@@ -34,7 +34,9 @@ public struct APIKey: Sendable {
         guard bytes.count == 7 + 64 else { return nil }
         let kind: Kind
         if text.hasPrefix(Kind.publishable.tag) { kind = .publishable } else if text.hasPrefix(Kind.secret.tag) { kind = .secret } else { return nil }
-        let isHex = bytes.dropFirst(7).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+        let isHex = bytes.dropFirst(7).allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        }
         return isHex ? kind : nil
     }
 

@@ -76,7 +76,8 @@ public struct AuthConfiguration: Sendable {
         self.refreshReuseWindow = Double(try Self.number(environment, "GUESTPASS_REFRESH_REUSE_WINDOW", default: 10, range: 0...3600))
         self.signupsPerHourPerIP = Double(try Self.number(environment, "GUESTPASS_SIGNUP_RATE_PER_HOUR", default: 30, range: 1...1_000_000))
         self.signupBurstPerIP = try Self.number(environment, "GUESTPASS_SIGNUP_BURST", default: 30, range: 1...1_000_000)
-        self.signupsPerHourPerApp = Double(try Self.number(environment, "GUESTPASS_APP_SIGNUP_RATE_PER_HOUR", default: 10_000, range: 1...100_000_000))
+        self.signupsPerHourPerApp = Double(
+            try Self.number(environment, "GUESTPASS_APP_SIGNUP_RATE_PER_HOUR", default: 10_000, range: 1...100_000_000))
         self.signupBurstPerApp = try Self.number(environment, "GUESTPASS_APP_SIGNUP_BURST", default: 1000, range: 1...100_000_000)
         if let header = environment["GUESTPASS_TRUSTED_PROXY_HEADER"], !header.isEmpty { self.trustedProxyHeader = header }
     }

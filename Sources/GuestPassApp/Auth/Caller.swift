@@ -47,7 +47,8 @@ struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let authenticator: Authenticator
 
-    func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response
+    {
         var context = context
         context.caller = try await self.authenticator.authenticate(request, context)
         return try await next(request, context)

@@ -81,7 +81,11 @@ struct TokenService: Sendable {
         let body = Array(raw[0..<20])
         let expected = HMACSHA256.authenticationCode(for: body, key: self.configuration.refreshTokenKey).prefix(16)
         guard ConstantTime.equals(Array(raw[20..<36]), Array(expected)) else { return nil }
-        let session = UUID(uuid: (body[0], body[1], body[2], body[3], body[4], body[5], body[6], body[7], body[8], body[9], body[10], body[11], body[12], body[13], body[14], body[15]))
+        let session = UUID(
+            uuid: (
+                body[0], body[1], body[2], body[3], body[4], body[5], body[6], body[7], body[8], body[9], body[10], body[11], body[12], body[13],
+                body[14], body[15]
+            ))
         let counter = body[16..<20].reduce(0) { $0 << 8 | Int($1) }
         return (session, counter)
     }

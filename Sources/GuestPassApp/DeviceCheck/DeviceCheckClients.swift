@@ -17,7 +17,8 @@ struct DeviceCheckSettings: Hashable, Sendable {
         guard let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
             let path = try row.decode(String?.self, "key_path")
         else { return nil }
-        let base = try row.decode(String?.self, "base_url").flatMap(URL.init(string:))
+        let base =
+            try row.decode(String?.self, "base_url").flatMap(URL.init(string:))
             ?? DeviceCheckConfiguration.environmentBaseURL(try row.decode(String?.self, "environment") ?? "production")
         guard let base else { return nil }
         self.teamID = team

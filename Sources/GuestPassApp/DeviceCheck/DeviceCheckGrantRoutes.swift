@@ -92,7 +92,8 @@ struct DeviceCheckGrantRoutes: Sendable {
         case .tokenReused:
             throw APIError(.badRequest, code: "device_token_reused", message: "This DeviceCheck token was used before; generate a new one")
         case .inProgress:
-            throw APIError(.conflict, code: "grant_in_progress", message: "A grant for this user is in progress; retry shortly", headers: [.retryAfter: "2"])
+            throw APIError(
+                .conflict, code: "grant_in_progress", message: "A grant for this user is in progress; retry shortly", headers: [.retryAfter: "2"])
         case .started(let id): claim = Claim(id: id, repairing: false)
         case .repair(let id): claim = Claim(id: id, repairing: true)
         }

@@ -90,8 +90,11 @@ extension APIError {
         let state = error.sqlState
         if error.kind == .acquireTimeout {
             return dialect == .postgREST
-                ? APIError(.serviceUnavailable, code: "PGRST003", message: "Timed out acquiring connection from connection pool.", headers: [.retryAfter: "1"])
-                : APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is busy; retry shortly", headers: [.retryAfter: "1"])
+                ? APIError(
+                    .serviceUnavailable, code: "PGRST003", message: "Timed out acquiring connection from connection pool.",
+                    headers: [.retryAfter: "1"])
+                : APIError(
+                    .serviceUnavailable, code: "database_unavailable", message: "The database is busy; retry shortly", headers: [.retryAfter: "1"])
         }
         if error.kind == .decoding || error.kind == .protocolViolation { return .unexpected }
         if error.kind != .server || state?.isUnavailability == true {
@@ -106,7 +109,9 @@ extension APIError {
         case .goTrue:
             switch state {
             case .rateLimited:
-                return APIError(.tooManyRequests, code: "over_request_rate_limit", message: "Too many requests; retry later", headers: [.retryAfter: wait ?? "60"])
+                return APIError(
+                    .tooManyRequests, code: "over_request_rate_limit", message: "Too many requests; retry later", headers: [.retryAfter: wait ?? "60"]
+                )
             case .queryCanceled:
                 return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
             case .invalidParameterValue:

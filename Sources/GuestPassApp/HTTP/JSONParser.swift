@@ -55,9 +55,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try self.object(depth: depth + 1)
         case UInt8(ascii: "["): return try self.array(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try self.string())
-        case UInt8(ascii: "t"): try self.literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try self.literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try self.literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try self.literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try self.literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try self.literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try self.number())
         default: throw Failure(description: "unexpected character at byte \(self.index)")
         }
@@ -235,7 +241,8 @@ struct JSONParser {
             if self.peek() == UInt8(ascii: "+") || self.peek() == UInt8(ascii: "-") { self.index += 1 }
             guard self.skipDigits() > 0 else { throw Failure(description: "invalid number at byte \(start)") }
         }
-        guard self.index - start <= 64, let value = Double(String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)),
+        guard self.index - start <= 64,
+            let value = Double(String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)),
             value.isFinite
         else { throw Failure(description: "number out of range at byte \(start)") }
         return value
