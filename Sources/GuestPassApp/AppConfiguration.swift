@@ -19,9 +19,9 @@ public struct AppConfiguration: Sendable {
     public var exposedSchemas: [String] = ["public"]
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
-    /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests inject crashes here;
-    /// production leaves it empty.
-    public var afterAppleUpdate: @Sendable () async throws -> Void = {}
+    /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
+    /// crashes here; it is not part of the public configuration.
+    var afterAppleUpdate: @Sendable () async throws -> Void = {}
 
     public init(databaseURL: String, auth: AuthConfiguration) {
         self.databaseURL = databaseURL
