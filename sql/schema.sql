@@ -211,6 +211,25 @@ $$;
 COMMENT ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text) IS 'GuestPass internal: the only way to change a balance. Locks the user row, writes the ledger row (p_change, p_reason, balance_after) and the new users.credits_balance, and returns it. A p_idempotency_key the user has used before returns that row''s balance_after and writes nothing (22023 if it was another change or reason). Raises 22023 on a zero change, a missing reason, an unknown user, or a balance that would go negative.';
 
 --
+-- Name: bucket_tokens(double precision, timestamp with time zone, timestamp with time zone, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select least(
+        p_capacity::double precision,
+        p_tokens + greatest(extract(epoch from p_now - p_updated_at)::double precision, 0) * p_refill_per_second
+    )
+$$;
+
+--
+-- Name: FUNCTION bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision) IS 'GuestPass internal: the tokens a bucket holds at p_now, having held p_tokens at p_updated_at and refilled at p_refill_per_second since, up to p_capacity (time running backwards refills nothing). Inlinable: no SET clause.';
+
+--
 -- Name: check_credits_balance(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -582,19 +601,11 @@ declare
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
 
-    select r.tokens, r.updated_at
-    into v_tokens, v_updated_at
-    from guestpass.rate_limits as r
-    where r.bucket = p_bucket;
+    select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
     if not found then
         return 0;
     end if;
-
-    v_tokens := least(
-        p_capacity::double precision,
-        v_tokens
-        + greatest(extract(epoch from clock_timestamp() - v_updated_at)::double precision, 0) * p_refill_per_second
-    );
+    v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, clock_timestamp(), p_capacity, p_refill_per_second);
     if v_tokens >= 1 then
         return 0;
     end if;
@@ -823,25 +834,16 @@ begin
     insert into guestpass.rate_limits as r (bucket, tokens, updated_at)
     values (p_bucket, p_capacity - 1, v_now)
     on conflict (bucket) do update
-        set tokens = least(
-                p_capacity::double precision,
-                r.tokens + greatest(extract(epoch from v_now - r.updated_at)::double precision, 0) * p_refill_per_second
-            ) - 1,
+        set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) - 1,
             updated_at = greatest(v_now, r.updated_at)
-        where least(
-                p_capacity::double precision,
-                r.tokens + greatest(extract(epoch from v_now - r.updated_at)::double precision, 0) * p_refill_per_second
-            ) >= 1;
+        where guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) >= 1;
     if found then
         return 0;
     end if;
 
     -- Empty: the row is unchanged; answer how long until it holds one token.
     select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
-    v_tokens := least(
-        p_capacity::double precision,
-        v_tokens + greatest(extract(epoch from v_now - v_updated_at)::double precision, 0) * p_refill_per_second
-    );
+    v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, v_now, p_capacity, p_refill_per_second);
     return greatest((1 - v_tokens) / p_refill_per_second, 0.001);
 end
 $$;
@@ -850,7 +852,7 @@ $$;
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second) and returns 0, or returns the seconds until a token is available and takes nothing. One upsert; race-free.';
+COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second, see guestpass.bucket_tokens) and returns 0, or returns the seconds until a token is available and takes nothing. One upsert; race-free (INSERT … ON CONFLICT DO UPDATE locks the row and re-reads its latest committed version). Time is clock_timestamp(), read before the row lock; the update never moves updated_at backwards.';
 
 --
 -- Name: take_signup_limits(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2607,6 +2609,12 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 --
 
 REVOKE ALL ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_credits_balance(); Type: ACL; Schema: guestpass; Owner: -
