@@ -37,6 +37,26 @@ public struct TestDatabase: Sendable {
 
     /// Creates a fresh database: migrated with the core migrations (the default), or empty; with `examples`, the
     /// example app schema (`sql/examples`) is applied too, as `guestpass migrate up --dir sql/examples` does.
+    /// Runs `body` with a fresh database and a pool on it (made by `pool`), then shuts the pool down and drops the
+    /// database, awaited, whether `body` returns or throws.
+    public static func with<R: Sendable>(
+        migrated: Bool = true, examples: Bool = false, pool makePool: (TestDatabase) -> PostgresPool,
+        _ body: (TestDatabase, PostgresPool) async throws -> R
+    ) async throws -> R {
+        let database = try await Self.create(migrated: migrated, examples: examples)
+        let pool = makePool(database)
+        do {
+            let result = try await body(database, pool)
+            await pool.shutdown()
+            await database.drop()
+            return result
+        } catch {
+            await pool.shutdown()
+            await database.drop()
+            throw error
+        }
+    }
+
     public static func create(migrated: Bool = true, examples: Bool = false) async throws -> TestDatabase {
         try await Registry.shared.create(migrated: migrated, examples: examples)
     }
@@ -64,6 +84,18 @@ public struct TestDatabase: Sendable {
     /// Drops the database.
     public func drop() async {
         try? await Registry.shared.run("DROP DATABASE IF EXISTS \"\(self.name)\" WITH (FORCE)")
+    }
+}
+
+/// Runs `body` with `pool`, then shuts the pool down, awaited, whether `body` returns or throws.
+public func withShutdown<R: Sendable>(_ pool: PostgresPool, _ body: (PostgresPool) async throws -> R) async throws -> R {
+    do {
+        let result = try await body(pool)
+        await pool.shutdown()
+        return result
+    } catch {
+        await pool.shutdown()
+        throw error
     }
 }
 

@@ -5,96 +5,101 @@ import Testing
 
 @Suite struct PoolTests {
     @Test func twoHundredConcurrentTasksOverEightConnectionsAllSucceed() async throws {
-        let database = try await TestDatabase.create(migrated: false)
-        // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
-        var configuration = PostgresConfiguration(url: database.ownerURL)
-        configuration.maxConnections = 8
-        configuration.acquireTimeout = .seconds(60)
-        let pool = PostgresPool(configuration: configuration)
-        defer {
-            Task {
-                await pool.shutdown()
-                await database.drop()
+        try await TestDatabase.with(
+            migrated: false,
+            pool: { database in
+                // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
+                var configuration = PostgresConfiguration(url: database.ownerURL)
+                configuration.maxConnections = 8
+                configuration.acquireTimeout = .seconds(60)
+                return PostgresPool(configuration: configuration)
             }
-        }
-
-        let outcomes = await withTaskGroup(of: Result<(Int, Int32), any Error>.self) { group in
-            for index in 0..<200 {
-                group.addTask {
-                    do {
-                        let row = try await pool.execute("SELECT $1::int8, pg_backend_pid(), pg_sleep(0.005)", [index]).rows[0]
-                        return .success((try row.decode(Int.self, at: 0), try row.decode(Int32.self, at: 1)))
-                    } catch {
-                        return .failure(error)
+        ) { database, pool in
+            let outcomes = await withTaskGroup(of: Result<(Int, Int32), any Error>.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        do {
+                            let row = try await pool.execute("SELECT $1::int8, pg_backend_pid(), pg_sleep(0.005)", [index]).rows[0]
+                            return .success((try row.decode(Int.self, at: 0), try row.decode(Int32.self, at: 1)))
+                        } catch {
+                            return .failure(error)
+                        }
                     }
                 }
+                var all: [Result<(Int, Int32), any Error>] = []
+                for await outcome in group { all.append(outcome) }
+                return all
             }
-            var all: [Result<(Int, Int32), any Error>] = []
-            for await outcome in group { all.append(outcome) }
-            return all
+            let values: [(Int, Int32)] = try outcomes.map { try $0.get() }
+            #expect(values.count == 200)
+            #expect(Set(values.map(\.0)) == Set(0..<200))
+            let backends = Set(values.map(\.1))
+            #expect(backends.count <= 8)
+            #expect(await pool.statistics.open <= 8)
         }
-        let values: [(Int, Int32)] = try outcomes.map { try $0.get() }
-        #expect(values.count == 200)
-        #expect(Set(values.map(\.0)) == Set(0..<200))
-        let backends = Set(values.map(\.1))
-        #expect(backends.count <= 8)
-        #expect(await pool.statistics.open <= 8)
     }
 
     @Test func acquireTimesOutWhenEveryConnectionIsBusy() async throws {
-        let database = try await TestDatabase.create(migrated: false)
-        var configuration = PostgresConfiguration(url: database.ownerURL)
-        configuration.maxConnections = 1
-        configuration.acquireTimeout = .milliseconds(200)
-        let pool = PostgresPool(configuration: configuration)
-        defer {
-            Task {
-                await pool.shutdown()
-                await database.drop()
+        try await TestDatabase.with(
+            migrated: false,
+            pool: { database in
+                var configuration = PostgresConfiguration(url: database.ownerURL)
+                configuration.maxConnections = 1
+                configuration.acquireTimeout = .milliseconds(200)
+                return PostgresPool(configuration: configuration)
             }
+        ) { database, pool in
+            async let long: PostgresResult = pool.execute("SELECT pg_sleep(1.5)")
+            try await Task.sleep(for: .milliseconds(300))
+            let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT 1") }
+            #expect(error.kind == .acquireTimeout)
+            _ = try await long
+            #expect(try await pool.execute("SELECT 1").rows[0].decode(Int.self, at: 0) == 1)
         }
-
-        async let long: PostgresResult = pool.execute("SELECT pg_sleep(1.5)")
-        try await Task.sleep(for: .milliseconds(300))
-        let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT 1") }
-        #expect(error.kind == .acquireTimeout)
-        _ = try await long
-        #expect(try await pool.execute("SELECT 1").rows[0].decode(Int.self, at: 0) == 1)
     }
 
     /// A borrower that leaves a transaction open (with role and claims set) hands back a connection the next borrower
     /// finds clean: no transaction, the login role, no claims.
     @Test func connectionHandedBackMidTransactionIsCleanForTheNextBorrower() async throws {
-        let database = try await TestDatabase.create()
-        let pool = database.loginPool(maxConnections: 1)
-        defer {
-            Task {
-                await pool.shutdown()
-                await database.drop()
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { database, pool in
+            let firstPID = try await pool.withConnection { connection in
+                try await connection.execute("BEGIN")
+                try await connection.execute(
+                    "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', $1, true)",
+                    [#"{"sub":"6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11","role":"authenticated"}"#]
+                )
+                let inside = try await connection.execute("SELECT current_user::text, auth.uid()::text").rows[0]
+                #expect(try inside.decode(String.self, at: 0) == "authenticated")
+                #expect(try inside.decode(String.self, at: 1) == "6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11")
+                return connection.backendPID  // returned without COMMIT
+            }
+            // A second borrower whose transaction failed part-way.
+            _ = try? await pool.withConnection { connection in
+                try await connection.execute("BEGIN")
+                try await connection.execute("SELECT set_config('role', 'anon', true)")
+                try await connection.execute("SELECT 1/0")
+            }
+            try await pool.withConnection { connection in
+                #expect(connection.backendPID == firstPID, "pool of one reuses the same session")
+                #expect(try await connection.run { $0.transactionStatus } == .idle, "no leftover transaction")
+                let row = try await connection.execute(
+                    "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
+                ).rows[0]
+                #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
+                #expect(try row.decode(String.self, at: 1) == "<none>")
             }
         }
+    }
 
-        let firstPID = try await pool.withConnection { connection in
-            try await connection.execute("BEGIN")
-            try await connection.execute(
-                "SELECT set_config('role', 'authenticated', true), set_config('request.jwt.claims', $1, true)",
-                [#"{"sub":"6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11","role":"authenticated"}"#]
-            )
-            let inside = try await connection.execute("SELECT current_user::text, auth.uid()::text").rows[0]
-            #expect(try inside.decode(String.self, at: 0) == "authenticated")
-            #expect(try inside.decode(String.self, at: 1) == "6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11")
-            return connection.backendPID  // returned without COMMIT
-        }
-        // A second borrower whose transaction failed part-way.
-        _ = try? await pool.withConnection { connection in
-            try await connection.execute("BEGIN")
-            try await connection.execute("SELECT set_config('role', 'anon', true)")
-            try await connection.execute("SELECT 1/0")
-        }
-        try await pool.withConnection { connection in
-            #expect(connection.backendPID == firstPID, "pool of one reuses the same session")
-            #expect(try await connection.run { $0.transactionStatus } == .idle, "no leftover transaction")
-            let row = try await connection.execute(
+    /// A request that failed mid-transaction (one round trip, aborted pipeline) leaves a clean session behind.
+    @Test func failedRequestTransactionLeavesCleanSession() async throws {
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { database, pool in
+            let identity = RequestIdentity(role: .authenticated, claimsJSON: #"{"sub":"6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11"}"#)
+            let error = try await #require(throws: PostgresError.self) {
+                try await pool.requestTransaction(identity, [PostgresStatement("SELECT 1/0"), PostgresStatement("SELECT 2")])
+            }
+            #expect(error.sqlState == SQLState("22012"))
+            let row = try await pool.execute(
                 "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
             ).rows[0]
             #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
@@ -102,41 +107,11 @@ import Testing
         }
     }
 
-    /// A request that failed mid-transaction (one round trip, aborted pipeline) leaves a clean session behind.
-    @Test func failedRequestTransactionLeavesCleanSession() async throws {
-        let database = try await TestDatabase.create()
-        let pool = database.loginPool(maxConnections: 1)
-        defer {
-            Task {
-                await pool.shutdown()
-                await database.drop()
-            }
-        }
-
-        let identity = RequestIdentity(role: .authenticated, claimsJSON: #"{"sub":"6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11"}"#)
-        let error = try await #require(throws: PostgresError.self) {
-            try await pool.requestTransaction(identity, [PostgresStatement("SELECT 1/0"), PostgresStatement("SELECT 2")])
-        }
-        #expect(error.sqlState == SQLState("22012"))
-        let row = try await pool.execute(
-            "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
-        ).rows[0]
-        #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
-        #expect(try row.decode(String.self, at: 1) == "<none>")
-    }
-
     /// Without the role switch the login role reads nothing: 42501.
     @Test func loginRoleWithoutRoleSwitchIsDenied() async throws {
-        let database = try await TestDatabase.create()
-        let pool = database.loginPool(maxConnections: 1)
-        defer {
-            Task {
-                await pool.shutdown()
-                await database.drop()
-            }
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { database, pool in
+            let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT count(*) FROM public.users") }
+            #expect(error.sqlState == .insufficientPrivilege)
         }
-
-        let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT count(*) FROM public.users") }
-        #expect(error.sqlState == .insufficientPrivilege)
     }
 }

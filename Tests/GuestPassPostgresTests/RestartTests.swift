@@ -13,59 +13,60 @@ import Testing
         configuration.maxConnections = 8
         configuration.acquireTimeout = .seconds(2)
         configuration.connectTimeout = .seconds(2)
-        let pool = PostgresPool(configuration: configuration)
-        defer { Task { await pool.shutdown() } }
+        try await withShutdown(PostgresPool(configuration: configuration)) { pool in
 
-        // Fill the pool with live sessions before the restart.
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<16 { group.addTask { _ = try? await pool.execute("SELECT pg_sleep(0.02)") } }
-        }
-        let pidsBefore = Set(try await (0..<8).asyncMap { _ in try await pool.execute("SELECT pg_backend_pid()").rows[0].decode(Int32.self, at: 0) })
+            // Fill the pool with live sessions before the restart.
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<16 { group.addTask { _ = try? await pool.execute("SELECT pg_sleep(0.02)") } }
+            }
+            let pidsBefore = Set(
+                try await (0..<8).asyncMap { _ in try await pool.execute("SELECT pg_backend_pid()").rows[0].decode(Int32.self, at: 0) })
 
-        // Load: 4 workers issue requests every few milliseconds until told to stop (bounded by count and time).
-        let stop = ManagedAtomicFlag()
-        let load = Task {
-            await withTaskGroup(of: (ok: Int, failed: Int).self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
-                        var ok = 0
-                        var failed = 0
-                        for _ in 0..<5_000 where !stop.isSet {
-                            do {
-                                _ = try await pool.execute("SELECT 1")
-                                ok += 1
-                            } catch {
-                                failed += 1
+            // Load: 4 workers issue requests every few milliseconds until told to stop (bounded by count and time).
+            let stop = ManagedAtomicFlag()
+            let load = Task {
+                await withTaskGroup(of: (ok: Int, failed: Int).self) { group in
+                    for _ in 0..<4 {
+                        group.addTask {
+                            var ok = 0
+                            var failed = 0
+                            for _ in 0..<5_000 where !stop.isSet {
+                                do {
+                                    _ = try await pool.execute("SELECT 1")
+                                    ok += 1
+                                } catch {
+                                    failed += 1
+                                }
+                                try? await Task.sleep(for: .milliseconds(5))
                             }
-                            try? await Task.sleep(for: .milliseconds(5))
+                            return (ok, failed)
                         }
-                        return (ok, failed)
+                    }
+                    return await group.reduce(into: (ok: 0, failed: 0)) {
+                        $0.ok += $1.ok
+                        $0.failed += $1.failed
                     }
                 }
-                return await group.reduce(into: (ok: 0, failed: 0)) {
-                    $0.ok += $1.ok
-                    $0.failed += $1.failed
-                }
             }
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        try cluster.restart()
-        try await Task.sleep(for: .milliseconds(500))
-        stop.set()
-        let counts = await load.value
-        #expect(counts.ok > 0)
+            try await Task.sleep(for: .milliseconds(300))
+            try cluster.restart()
+            try await Task.sleep(for: .milliseconds(500))
+            stop.set()
+            let counts = await load.value
+            #expect(counts.ok > 0)
 
-        // After the outage every request succeeds, on new sessions.
-        var pidsAfter = Set<Int32>()
-        for _ in 0..<50 {
-            pidsAfter.insert(try await pool.execute("SELECT pg_backend_pid()").rows[0].decode(Int32.self, at: 0))
+            // After the outage every request succeeds, on new sessions.
+            var pidsAfter = Set<Int32>()
+            for _ in 0..<50 {
+                pidsAfter.insert(try await pool.execute("SELECT pg_backend_pid()").rows[0].decode(Int32.self, at: 0))
+            }
+            #expect(pidsAfter.isDisjoint(with: pidsBefore), "every session after the restart is a new one")
+            let concurrent = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<100 { group.addTask { (try? await pool.execute("SELECT 1")) != nil } }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(concurrent == 100)
         }
-        #expect(pidsAfter.isDisjoint(with: pidsBefore), "every session after the restart is a new one")
-        let concurrent = await withTaskGroup(of: Bool.self) { group in
-            for _ in 0..<100 { group.addTask { (try? await pool.execute("SELECT 1")) != nil } }
-            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
-        }
-        #expect(concurrent == 100)
     }
 }
 
