@@ -456,14 +456,8 @@ begin
         premium_used = d.premium_used + excluded.premium_used,
         credit_used = d.credit_used + excluded.credit_used;
 
-    v_result := jsonb_build_object(
-        'quota_remaining', greatest(v_allowance - v_free_used, 0),
-        'daily_limit', v_allowance,
-        'credits_remaining', v_balance,
-        'is_premium', v_premium,
-        'resets_at', guestpass.iso_utc(v_resets_at),
-        'charged', v_charged
-    );
+    v_result := guestpass.quota_json(v_allowance, v_free_used, v_balance, v_premium, v_resets_at)
+        || jsonb_build_object('charged', v_charged);
 
     if p_request_id is not null then
         insert into guestpass.consumptions (user_id, request_id, result) values (p_user, p_request_id, v_result);
@@ -476,7 +470,7 @@ $$;
 -- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) IS 'GuestPass internal: consumes one unit for user p_user at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit}. With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on an unknown user or bad arguments.';
+COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) IS 'GuestPass internal: consumes one unit for user p_user at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit} (guestpass.quota_json plus charged). With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on an unknown user or bad arguments.';
 
 --
 -- Name: enforce_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -675,6 +669,28 @@ $$;
 COMMENT ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) IS 'GuestPass internal: the quota day user p_user is in at p_at, with p_timezone the user''s timezone now: the latest daily_usage row while it has not ended (p_at < resets_at) or while the local date is not past it (after a move west; resets_at is then the local midnight after that date), else a new day keyed by the local date that ends at the next local midnight (free_used 0). So a timezone change takes effect from the next day.';
 
 --
+-- Name: quota_json(integer, integer, integer, boolean, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select jsonb_build_object(
+        'quota_remaining', greatest(p_allowance - p_free_used, 0),
+        'daily_limit', p_allowance,
+        'credits_remaining', p_credits,
+        'is_premium', p_premium,
+        'resets_at', guestpass.iso_utc(p_resets_at)
+    )
+$$;
+
+--
+-- Name: FUNCTION quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) IS 'GuestPass internal: the quota object of get_quota and consume_quota: {quota_remaining (free left in the quota day), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC)}. Inlinable: no SET clause.';
+
+--
 -- Name: quota_resets_at(text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -699,13 +715,7 @@ CREATE FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with time zone
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select jsonb_build_object(
-        'quota_remaining', greatest(a.daily_free_allowance - q.free_used, 0),
-        'daily_limit', a.daily_free_allowance,
-        'credits_remaining', u.credits_balance,
-        'is_premium', u.is_premium,
-        'resets_at', guestpass.iso_utc(q.resets_at)
-    )
+    select guestpass.quota_json(a.daily_free_allowance, q.free_used, u.credits_balance, u.is_premium, q.resets_at)
     from public.users as u
     join guestpass.apps as a on a.id = u.app_id
     cross join lateral guestpass.quota_day(u.id, u.timezone, p_at) as q
@@ -716,7 +726,7 @@ $$;
 -- Name: FUNCTION quota_state(p_user uuid, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with time zone) IS 'GuestPass internal: user p_user''s quota at p_at: {quota_remaining (free left in the current quota day), daily_limit, credits_remaining, is_premium, resets_at (when the quota day ends, ISO-8601 UTC)}; null for an unknown user. The quota day is guestpass.quota_day''s.';
+COMMENT ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with time zone) IS 'GuestPass internal: user p_user''s quota at p_at (guestpass.quota_json of the current quota day, see guestpass.quota_day); null for an unknown user.';
 
 --
 -- Name: raise_rate_limited(double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2693,6 +2703,12 @@ REVOKE ALL ON FUNCTION guestpass.prune_rate_limits(p_idle interval) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION quota_resets_at(p_timezone text, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
