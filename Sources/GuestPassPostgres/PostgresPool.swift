@@ -215,10 +215,12 @@ private actor PoolState {
         }
     }
 
-    /// Drops a connection (its owner calls `PQfinish`) and lets a waiter use the freed capacity.
+    /// Drops a connection and lets a waiter use the freed capacity. The connection's last reference is dropped on the
+    /// pool's thread, so `PQfinish` (which may write a Terminate message to the socket) never runs on this actor.
     private func discard(_ connection: PostgresConnection) {
         self.openCount -= 1
         self.handOffFreedSlot()
+        self.threadPool.submit { _ in withExtendedLifetime(connection) {} }
     }
 
     private func handOffFreedSlot() {
