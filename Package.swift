@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "CoreMigrations",
             path: "sql",
-            exclude: ["examples", "tests"],
+            exclude: ["examples", "tests", "schema.sql"],
             sources: ["CoreMigrations.swift"],
             resources: [.copy("migrations")]
         ),
@@ -94,11 +94,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        /// The `guestpass` command line: serve, migrate, keys, apps.
+        /// The one stack set-up (database, migrations, apps, signing key) behind `guestpass dev up` and the test harness.
+        .target(
+            name: "GuestPassDevStack",
+            dependencies: [
+                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The `guestpass` command line: serve, migrate, keys, apps, dev.
         .executableTarget(
             name: "GuestPassCLI",
             dependencies: [
                 "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
+                "GuestPassDevStack",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -107,7 +117,7 @@ let package = Package(
         /// Throwaway databases and clusters for the tests (never linked into the binary).
         .target(
             name: "GuestPassTestSupport",
-            dependencies: ["GuestPassPostgres", "GuestPassMigrations", "CoreMigrations"],
+            dependencies: ["GuestPassPostgres", "GuestPassDevStack", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -141,6 +151,7 @@ let package = Package(
             name: "GuestPassAppTests",
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
+                "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -6,7 +6,7 @@
 #   bench_prepare_tools wrk curl                   # apt packages + pgbench
 #   bench_build                                    # release build (unless BENCH_SKIP_BUILD=1) → BIN
 #   bench_begin "$ROOT/.pg/bench"                  # WORK dir + teardown trap, for that cluster
-#   bench_create_database                          # cluster, database, migrations, app, signing key
+#   bench_create_database                          # cluster, then `guestpass dev up` (database, migrations, app, key)
 #   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
 #   bench_cpu_init; proc_ticks PID; pg_ticks       # CPU accounting (clock ticks)
 #   bench_wrk_result FILE                          # parse the WRK_RESULT line of a bench/*.lua script
@@ -95,25 +95,22 @@ bench_begin() { # bench_begin CLUSTER_DIR
   trap 'exit 143' TERM
 }
 
-# ---- cluster, database, migrations, app, key → PGPORT_BENCH SUPER_URL LOGIN_URL APP_ID PUBLISHABLE_KEY
+# ---- cluster, then the stack (`guestpass dev up`, as scripts/serve and e2e/ do) → PGPORT_BENCH SUPER_URL
+# LOGIN_URL APP_ID PUBLISHABLE_KEY, and $WORK/stack.json
 bench_create_database() {
   "$PGC" destroy "$CLUSTER" >/dev/null
   CLUSTER_MADE=1
   "$PGC" create "$CLUSTER" >/dev/null
   PGPORT_BENCH="$("$PGC" port "$CLUSTER")"
-  psql_q "$("$PGC" url "$CLUSTER" postgres postgres)" -c "create database $DB"
-  SUPER_URL="$("$PGC" url "$CLUSTER" postgres "$DB")"
-  LOGIN_URL="$("$PGC" url "$CLUSTER" "$LOGIN_ROLE" "$DB")"
-  DATABASE_URL="$SUPER_URL" "$BIN" migrate up >"$WORK/migrate.log" 2>&1 ||
-    { tail -n 20 "$WORK/migrate.log" >&2; gp_die "guestpass migrate up failed"; }
-  DATABASE_URL="$SUPER_URL" "$BIN" apps create --name bench --json >"$WORK/app.json"
-  APP_ID="$(bench_json_field "$WORK/app.json" app_id)"
-  PUBLISHABLE_KEY="$(bench_json_field "$WORK/app.json" publishable_key)"
-  [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "apps create printed no app id"
-  "$BIN" keys generate --out "$WORK/jwt-signing-key.pem" >/dev/null
+  "$BIN" dev up --database-url "$("$PGC" url "$CLUSTER" postgres postgres)" --database "$DB" --app bench \
+    --key-file "$WORK/jwt-signing-key.pem" --json >"$WORK/stack.json" 2>"$WORK/dev-up.log" ||
+    { tail -n 20 "$WORK/dev-up.log" >&2; gp_die "guestpass dev up failed"; }
+  SUPER_URL="$(gp_json_field "$WORK/stack.json" owner_url)"
+  LOGIN_URL="$(gp_json_field "$WORK/stack.json" login_url)"
+  APP_ID="$(gp_json_field "$WORK/stack.json" apps 0 app_id)"
+  PUBLISHABLE_KEY="$(gp_json_field "$WORK/stack.json" apps 0 publishable_key)"
+  [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "guestpass dev up printed no app id"
 }
-
-bench_json_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
 # ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger;
 # extra NAME=value arguments go into its environment.

@@ -17,6 +17,9 @@ public struct AppConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// Schemas whose functions `/rest/v1/rpc` exposes (`GUESTPASS_DB_SCHEMAS`, default `public`).
     public var exposedSchemas: [String] = ["public"]
+    /// The shortest time between two catalog reloads that a request naming an unknown function may cause
+    /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
+    public var catalogRetryInterval: Duration = .seconds(1)
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
     /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
@@ -65,6 +68,12 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_ACQUIRE_TIMEOUT must be a number of seconds in 1...600, got \(timeout)")
             }
             self.databaseAcquireTimeout = .seconds(value)
+        }
+        if let interval = environment["GUESTPASS_DB_CATALOG_RETRY_MS"] {
+            guard let value = Int(interval), (0...60_000).contains(value) else {
+                throw ConfigurationError("GUESTPASS_DB_CATALOG_RETRY_MS must be a number of milliseconds in 0...60000, got \(interval)")
+            }
+            self.catalogRetryInterval = .milliseconds(value)
         }
         if let level = environment["LOG_LEVEL"] {
             guard let value = Logger.Level(rawValue: level.lowercased()) else {

@@ -9,7 +9,7 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
-    let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas)
+    let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
         pool: pool, tokens: try configuration.tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), afterAppleUpdate: configuration.afterAppleUpdate

@@ -129,13 +129,5 @@ func withAdminPool<R: Sendable>(_ database: DatabaseOptions, _ body: (PostgresPo
 
 /// Runs `body` with a pool for `configuration`, shutting it down afterwards whatever happens.
 func withPool<R: Sendable>(_ configuration: PostgresConfiguration, _ body: (PostgresPool) async throws -> R) async throws -> R {
-    let pool = PostgresPool(configuration: configuration)
-    do {
-        let result = try await body(pool)
-        await pool.shutdown()
-        return result
-    } catch {
-        await pool.shutdown()
-        throw error
-    }
+    try await withShutdown(PostgresPool(configuration: configuration), body)
 }

@@ -8,7 +8,7 @@ struct GuestPassCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "guestpass",
         abstract: "Guest identity, quotas and row-level security for mobile apps, over PostgreSQL.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DeviceCheckStandInCommand.self],
+        subcommands: [ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self],
         defaultSubcommand: ServeCommand.self
     )
 }

@@ -281,3 +281,16 @@ public struct PooledConnection: Sendable {
     /// The server's process id for this session.
     public var backendPID: Int32 { self.connection.backendPID }
 }
+
+/// Runs `body` with `pool`, then shuts the pool down, awaited, whether `body` returns or throws: the scope of a pool
+/// that is not run as a service (commands, tests, set-up).
+public func withShutdown<R: Sendable>(_ pool: PostgresPool, _ body: (PostgresPool) async throws -> R) async throws -> R {
+    do {
+        let result = try await body(pool)
+        await pool.shutdown()
+        return result
+    } catch {
+        await pool.shutdown()
+        throw error
+    }
+}

@@ -17,6 +17,7 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let insufficientPrivilege = SQLState("42501")
     public static let undefinedFunction = SQLState("42883")
     public static let undefinedTable = SQLState("42P01")
+    public static let duplicateDatabase = SQLState("42P04")
     public static let syntaxError = SQLState("42601")
     public static let invalidTextRepresentation = SQLState("22P02")
     public static let raiseException = SQLState("P0001")

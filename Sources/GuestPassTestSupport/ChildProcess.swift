@@ -13,8 +13,21 @@ public enum ChildProcess {
         public let errors: String
     }
 
-    /// Runs `executable` with `arguments` and extra `environment` entries, capturing stdout and stderr.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
+    /// Runs `executable` as `run` does, on a thread of its own, so that waiting for the child blocks no thread of
+    /// Swift's cooperative pool (several children may run at once).
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try Self.runBlocking(executable, arguments, environment: environment) })
+            }
+        }
+    }
+
+    /// Runs `executable` with `arguments` and extra `environment` entries, capturing stdout and stderr; blocks the
+    /// calling thread until the child exits.
+    public static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("gp-child-\(UUID().uuidString).out").path
         let errorPath = outputPath.replacingOccurrences(of: ".out", with: ".err")
         defer {

@@ -1,6 +1,5 @@
-import CoreMigrations
 import Foundation
-import GuestPassMigrations
+import GuestPassDevStack
 import GuestPassPostgres
 import Logging
 
@@ -27,36 +26,25 @@ public struct TestDatabase: Sendable {
         return url
     }
 
-    /// `url` with its database and user replaced.
-    public static func url(_ url: String, database: String, user: String? = nil) -> String {
-        var components = URLComponents(string: url)!
-        components.path = "/" + database
-        if let user { components.user = user }
-        return components.string!
-    }
-
-    /// Creates a fresh database: migrated with the core migrations (the default), or empty; with `examples`, the
-    /// example app schema (`sql/examples`) is applied too, as `guestpass migrate up --dir sql/examples` does.
-    /// Runs `body` with a fresh database and a pool on it (made by `pool`), then shuts the pool down and drops the
-    /// database, awaited, whether `body` returns or throws.
+    /// Runs `body` with a fresh database (see `create`) and a pool on it (made by `pool`), then shuts the pool down and
+    /// drops the database, awaited, whether `body` returns or throws.
     public static func with<R: Sendable>(
         migrated: Bool = true, examples: Bool = false, pool makePool: (TestDatabase) -> PostgresPool,
         _ body: (TestDatabase, PostgresPool) async throws -> R
     ) async throws -> R {
         let database = try await Self.create(migrated: migrated, examples: examples)
-        let pool = makePool(database)
         do {
-            let result = try await body(database, pool)
-            await pool.shutdown()
+            let result = try await withShutdown(makePool(database)) { try await body(database, $0) }
             await database.drop()
             return result
         } catch {
-            await pool.shutdown()
             await database.drop()
             throw error
         }
     }
 
+    /// Creates a fresh database: migrated with the core migrations (the default), or empty; with `examples`, the
+    /// example app schema (`sql/examples`) is applied too, as `guestpass migrate up --dir sql/examples` does.
     public static func create(migrated: Bool = true, examples: Bool = false) async throws -> TestDatabase {
         try await Registry.shared.create(migrated: migrated, examples: examples)
     }
@@ -83,23 +71,13 @@ public struct TestDatabase: Sendable {
 
     /// Drops the database.
     public func drop() async {
-        try? await Registry.shared.run("DROP DATABASE IF EXISTS \"\(self.name)\" WITH (FORCE)")
+        guard let cluster = try? TestDatabase.clusterURL() else { return }
+        try? await DevStack.down(database: self.name, clusterURL: cluster)
     }
 }
 
-/// Runs `body` with `pool`, then shuts the pool down, awaited, whether `body` returns or throws.
-public func withShutdown<R: Sendable>(_ pool: PostgresPool, _ body: (PostgresPool) async throws -> R) async throws -> R {
-    do {
-        let result = try await body(pool)
-        await pool.shutdown()
-        return result
-    } catch {
-        await pool.shutdown()
-        throw error
-    }
-}
-
-/// Serialises database creation (copying one template) within the test process.
+/// Serialises database creation (copying one template) within the test process. Every database is brought up by
+/// `DevStack`, the set-up `guestpass dev up` runs: the template with the migrations, each test's database as a copy.
 private actor Registry {
     static let shared = Registry()
     private var templates: [Bool: Task<String, any Error>] = [:]
@@ -109,53 +87,28 @@ private actor Registry {
         let cluster = try TestDatabase.clusterURL()
         self.counter += 1
         let name = "gp_test_\(getpid())_\(self.counter)_\(UInt32.random(in: 0...UInt32.max))"
-        if migrated {
-            let template = try await self.migratedTemplate(cluster: cluster, examples: examples)
-            try await self.run("CREATE DATABASE \"\(name)\" TEMPLATE \"\(template)\"")
-        } else {
-            try await self.run("CREATE DATABASE \"\(name)\"")
-        }
-        return TestDatabase(
-            name: name,
-            ownerURL: TestDatabase.url(cluster, database: name),
-            loginURL: TestDatabase.url(cluster, database: name, user: "guestpass_authenticator")
-        )
+        var plan = DevStack.Plan(clusterURL: cluster, database: name)
+        plan.migrate = false
+        if migrated { plan.template = try await self.migratedTemplate(cluster: cluster, examples: examples) }
+        let stack = try await DevStack.up(plan, logger: Self.logger)
+        return TestDatabase(name: name, ownerURL: stack.ownerURL, loginURL: stack.loginURL)
     }
 
     /// The migrated template, built once however many tests ask for it at the same time.
     private func migratedTemplate(cluster: String, examples: Bool) async throws -> String {
         if let template = self.templates[examples] { return try await template.value }
-        let task = Task { try await self.buildTemplate(cluster: cluster, examples: examples) }
+        let task = Task {
+            var plan = DevStack.Plan(clusterURL: cluster, database: "gp_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))")
+            plan.appMigrations = examples ? TestDatabase.examplesDirectory : nil
+            return try await DevStack.up(plan, logger: Self.logger).database
+        }
         self.templates[examples] = task
         return try await task.value
     }
 
-    private func buildTemplate(cluster: String, examples: Bool) async throws -> String {
-        let name = "gp_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
-        try await self.run("CREATE DATABASE \"\(name)\"")
-        let pool = PostgresPool(configuration: PostgresConfiguration(url: TestDatabase.url(cluster, database: name)))
-        var logger = Logger(label: "test.migrate")
+    private static var logger: Logger {
+        var logger = Logger(label: "test.devstack")
         logger.logLevel = .warning
-        let runner = MigrationRunner(pool: pool, logger: logger)
-        _ = try await runner.up(
-            core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core),
-            app: examples ? try MigrationFile.load(from: TestDatabase.examplesDirectory, scope: .app) : nil
-        )
-        await pool.shutdown()
-        return name
-    }
-
-    /// Runs a maintenance statement on the cluster's `postgres` database.
-    func run(_ sql: String) async throws {
-        var configuration = PostgresConfiguration(url: try TestDatabase.clusterURL())
-        configuration.maxConnections = 1
-        let pool = PostgresPool(configuration: configuration)
-        do {
-            try await pool.execute(sql)
-        } catch {
-            await pool.shutdown()
-            throw error
-        }
-        await pool.shutdown()
+        return logger
     }
 }

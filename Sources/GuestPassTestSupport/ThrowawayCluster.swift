@@ -27,7 +27,7 @@ public struct ThrowawayCluster: Sendable {
 
     @discardableResult
     private static func run(_ script: String, _ arguments: [String]) throws -> String {
-        let outcome = try ChildProcess.run(script, arguments)
+        let outcome = try ChildProcess.runBlocking(script, arguments)
         guard outcome.status == 0 else {
             throw ClusterError("pg-cluster \(arguments.joined(separator: " ")) exited with \(outcome.status): \(outcome.errors)")
         }

@@ -3,6 +3,7 @@ import Foundation
 import GuestPassCrypto
 import GuestPassDeviceCheckStandIn
 import GuestPassPostgres
+import GuestPassTestSupport
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting

@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassApp
 import GuestPassPostgres
+import GuestPassTestSupport
 import HTTPTypes
 import HummingbirdTesting
 import Testing
@@ -187,11 +188,18 @@ import Testing
             )
             try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.test_sleep(double precision) TO authenticated")
             let tenant = try await service.createTenant()
+            let owner = service.owner
             try await service.withServer { client in
                 let guest = try await Self.guest(client, tenant)
                 #expect(try await Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":0}"#).status == .ok)
                 async let holder = Self.rpc(client, tenant, "test_sleep", guest, #"{"p_seconds":3}"#)
-                try await Task.sleep(for: .milliseconds(300))  // the one connection is taken by then
+                // The one connection is taken once test_sleep runs on the server.
+                try #require(
+                    try await eventually(timeout: .seconds(10)) {
+                        try await owner.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE '%test_sleep%' AND pid <> pg_backend_pid()"
+                        ).rows[0].decode(Int.self, at: 0) == 1
+                    })
                 let waited = try await Self.rpc(client, tenant, "get_quota", guest)
                 #expect(waited.status == .serviceUnavailable)
                 #expect(waited.errorCode == "PGRST003")

@@ -151,43 +151,8 @@ func runGuestpass(_ arguments: [String], databaseURL: String) async throws -> Co
     )
     try #require(FileManager.default.isExecutableFile(atPath: binary), "GUESTPASS_BIN=\(binary) is not an executable file")
 
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("guestpass-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let outURL = scratch.appendingPathComponent("stdout")
-    let errURL = scratch.appendingPathComponent("stderr")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
-    var childEnvironment = environment
-    childEnvironment["DATABASE_URL"] = databaseURL
-    childEnvironment["LOG_LEVEL"] = "warning"
-    process.environment = childEnvironment
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-        process.terminationHandler = { _ in continuation.resume() }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    try out.close()
-    try err.close()
-    return CommandResult(
-        status: process.terminationStatus,
-        stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-        stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self)
-    )
+    let outcome = try await ChildProcess.run(binary, arguments, environment: ["DATABASE_URL": databaseURL, "LOG_LEVEL": "warning"])
+    return CommandResult(status: outcome.status, stdout: outcome.output, stderr: outcome.errors)
 }
 
 /// One line of `guestpass migrate status`: SCOPE VERSION NAME STATE APPLIED-AT CHECKSUM.

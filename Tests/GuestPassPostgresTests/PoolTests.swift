@@ -50,7 +50,15 @@ import Testing
             }
         ) { database, pool in
             async let long: PostgresResult = pool.execute("SELECT pg_sleep(1.5)")
-            try await Task.sleep(for: .milliseconds(300))
+            // The one connection is busy once the long statement runs on the server.
+            let busy = try await withShutdown(database.ownerPool(maxConnections: 1)) { probe in
+                try await eventually(timeout: .seconds(10)) {
+                    try await probe.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query = 'SELECT pg_sleep(1.5)'"
+                    ).rows[0].decode(Int.self, at: 0) == 1
+                }
+            }
+            try #require(busy)
             let error = try await #require(throws: PostgresError.self) { try await pool.execute("SELECT 1") }
             #expect(error.kind == .acquireTimeout)
             _ = try await long

@@ -24,6 +24,7 @@ import Testing
 
             // Load: 4 workers issue requests every few milliseconds until told to stop (bounded by count and time).
             let stop = ManagedAtomicFlag()
+            let succeeded = ManagedCounter()
             let load = Task {
                 await withTaskGroup(of: (ok: Int, failed: Int).self) { group in
                     for _ in 0..<4 {
@@ -34,6 +35,7 @@ import Testing
                                 do {
                                     _ = try await pool.execute("SELECT 1")
                                     ok += 1
+                                    succeeded.increment()
                                 } catch {
                                     failed += 1
                                 }
@@ -48,9 +50,11 @@ import Testing
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // The load is running, then the restart, then the load succeeds again on new sessions.
+            try #require(try await eventually(timeout: .seconds(30)) { succeeded.value >= 20 })
             try cluster.restart()
-            try await Task.sleep(for: .milliseconds(500))
+            let afterRestart = succeeded.value
+            try #require(try await eventually(timeout: .seconds(30)) { succeeded.value >= afterRestart + 20 })
             stop.set()
             let counts = await load.value
             #expect(counts.ok > 0)
@@ -76,6 +80,13 @@ final class ManagedAtomicFlag: @unchecked Sendable {
     private var value = false
     var isSet: Bool { self.lock.withLock { self.value } }
     func set() { self.lock.withLock { self.value = true } }
+}
+
+final class ManagedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { self.lock.withLock { self.count } }
+    func increment() { self.lock.withLock { self.count += 1 } }
 }
 
 extension Sequence {

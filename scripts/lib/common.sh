@@ -52,3 +52,12 @@ gp_bin_path() {
   dir="$(swift build --show-bin-path "$@")" || return 1
   printf '%s/guestpass\n' "$dir"
 }
+
+# gp_json_field FILE KEY [KEY...]: one value of a JSON file (list indices as numbers), e.g. the
+# description `guestpass dev up --json` writes: gp_json_field stack.json apps 0 publishable_key.
+gp_json_field() {
+  python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: v = v[int(k)] if isinstance(v, list) else v[k]
+print(v)' "$@"
+}

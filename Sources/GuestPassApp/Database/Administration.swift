@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassCrypto
 import GuestPassPostgres
 
 /// The operator's operations (`guestpass apps …`, and the test harness), on a pool of the database owner: one typed
@@ -26,6 +27,19 @@ public struct Administration: Sendable {
             }
         }
         return (appID, publishable, secret)
+    }
+
+    /// Whether `app` exists and every one of `keys` is one of its current (unrevoked) API keys: a stack kept from an
+    /// earlier run can be reused only then.
+    public func keysAreCurrent(app: UUID, keys: [String]) async throws -> Bool {
+        var current = 0
+        for key in Set(keys) {
+            current += try await self.pool.execute(
+                "SELECT count(*) FROM guestpass.api_keys WHERE app_id = $1 AND key_hash = $2 AND revoked_at IS NULL",
+                [app, Digest.sha256Hex(key)]
+            ).rows[0].decode(Int.self, at: 0)
+        }
+        return !keys.isEmpty && current == Set(keys).count
     }
 
     /// An app's settings; nil leaves one unchanged.

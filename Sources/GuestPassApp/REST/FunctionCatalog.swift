@@ -32,7 +32,7 @@ struct RPCFunction: Sendable {
 }
 
 /// The functions of the exposed schemas, read from `pg_proc` and cached. The cache is reloaded after `timeToLive`,
-/// at once (at most once a second) when a request names a function or signature it does not know, and on SIGHUP,
+/// at once (at most once per `retryInterval`, a second by default) when a request names a function or signature it does not know, and on SIGHUP,
 /// so new and changed functions are picked up after a migration without a restart. Reloads are single-flight: callers
 /// that need one while it runs wait for it, so a burst of requests naming unknown functions costs one catalog query
 /// and one pool connection.
@@ -48,12 +48,14 @@ final class FunctionCatalog: Sendable {
     private let pool: PostgresPool
     let schemas: [String]
     private let timeToLive: Duration
+    private let retryInterval: Duration
     private let state = NIOLockedValueBox(State())
 
-    init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30)) {
+    init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30), retryInterval: Duration = .seconds(1)) {
         self.pool = pool
         self.schemas = schemas
         self.timeToLive = timeToLive
+        self.retryInterval = retryInterval
     }
 
     /// Every overload of `schema.name`; reloads once if none is known or `mustReload` (a signature did not match).
@@ -62,7 +64,7 @@ final class FunctionCatalog: Sendable {
         let (cached, loadedAt) = self.state.withLockedValue { ($0.functions[key], $0.loadedAt) }
         let now = ContinuousClock.now
         let stale = loadedAt.map { now - $0 > self.timeToLive } ?? true
-        let mayRetry = loadedAt.map { now - $0 > .seconds(1) } ?? true
+        let mayRetry = loadedAt.map { now - $0 >= self.retryInterval } ?? true
         if let cached, !stale, !mustReload { return cached }
         if cached == nil || mustReload, !stale, !mayRetry { return cached ?? [] }
         try await self.reload()
