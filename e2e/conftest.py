@@ -17,16 +17,13 @@ import secrets
 import signal
 import socket
 import subprocess
-import tempfile
 import time
-import urllib.parse
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
-LOGIN_ROLE = "guestpass_authenticator"
 READY_TIMEOUT = 30.0  # seconds a server gets to answer /health/ready
 HTTP_TIMEOUT = 15.0  # seconds per HTTP request of the tests
 COMMAND_TIMEOUT = 120  # seconds per guestpass / psql command
@@ -52,14 +49,6 @@ def _require_env(name: str) -> str:
             returncode=4,
         )
     return value
-
-
-def url_for(url: str, user: str, dbname: str) -> str:
-    """`url` with its user and database replaced (host, port and query kept)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "127.0.0.1"
-    netloc = f"{urllib.parse.quote(user)}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, "/" + dbname, parts.query, ""))
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -111,39 +100,37 @@ class Database:
     key_file: Path
     workdir: Path
     bin: str
+    serve_environment: dict[str, str]  # DATABASE_URL and GUESTPASS_JWT_SIGNING_KEY_FILE for `guestpass serve`
 
 
 @pytest.fixture(scope="session")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
+    """A database of this session on the test cluster, brought up by `guestpass dev up` (the set-up scripts/serve,
+    bench/ and the Swift harness share): migrations with sql/examples, two apps, a signing key. Dropped at the end."""
     admin_url = _require_env("GUESTPASS_TEST_DATABASE_URL")
     binary = _require_env("GUESTPASS_BIN")
     if not os.access(binary, os.X_OK):
         pytest.exit(f"GUESTPASS_BIN={binary} is not an executable", returncode=4)
     dbname = f"guestpass_py_{os.getpid()}_{secrets.token_hex(3)}"
-    admin_db_url = url_for(admin_url, urllib.parse.urlsplit(admin_url).username or "postgres", "postgres")
-    super_url = url_for(admin_url, urllib.parse.urlsplit(admin_url).username or "postgres", dbname)
-    psql(admin_db_url, f"create database {dbname}")
+    workdir = tmp_path_factory.mktemp("guestpass")
+    examples = Path(__file__).resolve().parent.parent / "sql" / "examples"
     try:
-        examples = Path(__file__).resolve().parent.parent / "sql" / "examples"
-        run([binary, "migrate", "up", "--dir", str(examples)], env={"DATABASE_URL": super_url})
-        apps = [
-            App(**json.loads(run([binary, "apps", "create", "--name", name, "--json"], env={"DATABASE_URL": super_url})))
-            for name in ("pytest-one", "pytest-two")
-        ]
-        workdir = tmp_path_factory.mktemp("guestpass")
-        key_file = workdir / "jwt-signing-key.pem"
-        run([binary, "keys", "generate", "--out", str(key_file)])
+        stack = json.loads(run([
+            binary, "dev", "up", "--database-url", admin_url, "--database", dbname, "--dir", str(examples),
+            "--app", "pytest-one", "--app", "pytest-two", "--key-file", str(workdir / "jwt-signing-key.pem"), "--json",
+        ]))
         yield Database(
-            super_url=super_url,
-            login_url=url_for(admin_url, LOGIN_ROLE, dbname),
-            apps=apps,
-            key_file=key_file,
+            super_url=stack["owner_url"],
+            login_url=stack["login_url"],
+            apps=[App(**app) for app in stack["apps"]],
+            key_file=Path(stack["jwt_signing_key_file"]),
             workdir=workdir,
             bin=binary,
+            serve_environment=stack["serve_environment"],
         )
     finally:
         try:
-            psql(admin_db_url, f"drop database if exists {dbname} with (force)")
+            run([binary, "dev", "down", "--database-url", admin_url, "--database", dbname])
         except Exception as error:  # noqa: BLE001 - the cluster is throwaway anyway
             print(f"could not drop {dbname}: {error}")
 
@@ -172,10 +159,9 @@ class Server:
             self.port = free_port()
             env = {
                 **os.environ,
-                "DATABASE_URL": self.db.login_url,
+                **self.db.serve_environment,
                 "GUESTPASS_HOST": "127.0.0.1",
                 "GUESTPASS_PORT": str(self.port),
-                "GUESTPASS_JWT_SIGNING_KEY_FILE": str(self.db.key_file),
                 **self.env,
             }
             log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it

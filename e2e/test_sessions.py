@@ -1,26 +1,54 @@
-"""Refresh-token error codes through HTTP, and the error shape (`{"code","message"}`, echoed API version)."""
+"""Sessions: sign in, refresh (rotation, the reuse window, family revocation), get the user, sign out, through the
+official `supabase` Python client and plain HTTP; the refresh-token error codes the client sees."""
 
 from __future__ import annotations
 
-from conftest import api_headers, psql
+import uuid
 
-VERSION = "2024-01-01"
-TOKEN_PATH = "/auth/v1/token?grant_type=refresh_token"
+import pytest
+from supabase_auth.errors import AuthApiError
+
+from conftest import api_headers, new_device_secret, psql
+from support import VERSION, assert_error, make_client, refresh
 
 
-def refresh(http, server, app, token, **headers):
-    return http.post(server.url + TOKEN_PATH, headers=api_headers(app, **headers), json={"refresh_token": token})
+@pytest.mark.parametrize("with_device", [False, True], ids=["no-device", "device"])
+def test_sign_in_refresh_get_user(server, app, with_device):
+    client = make_client(server, app)
+    device = new_device_secret()
+    credentials = {"options": {"data": {"device_id": device}}} if with_device else None
+    signed_in = client.auth.sign_in_anonymously(credentials)
+    assert signed_in.user is not None and signed_in.session is not None
+    user_id = signed_in.user.id
+    uuid.UUID(user_id)
+    assert signed_in.user.is_anonymous is True
+    assert signed_in.session.access_token and signed_in.session.refresh_token
+    assert signed_in.session.token_type.lower() == "bearer"
+    assert device not in signed_in.model_dump_json()
+
+    refreshed = client.auth.refresh_session()
+    assert refreshed.session is not None and refreshed.user is not None
+    assert refreshed.user.id == user_id
+    assert refreshed.session.refresh_token != signed_in.session.refresh_token, "refresh tokens rotate"
+
+    got = client.auth.get_user()
+    assert got is not None and got.user is not None
+    assert got.user.id == user_id
+    assert got.user.is_anonymous is True
+    assert got.user.aud == "authenticated"
+
+    client.auth.sign_out()  # scope global
+    with pytest.raises(AuthApiError):
+        client.auth.refresh_session(refreshed.session.refresh_token)
 
 
-def assert_error(response, status, code, echoed=True):
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["code"] == code and isinstance(body["message"], str) and body["message"]
-    assert response.headers["content-type"].startswith("application/json")
-    if echoed:
-        assert response.headers.get("x-supabase-api-version") == VERSION
-    else:
-        assert "x-supabase-api-version" not in response.headers
+def test_client_sees_refresh_error_code(server, app):
+    client = make_client(server, app)
+    with pytest.raises(AuthApiError) as caught:
+        client.auth.refresh_session("not-a-refresh-token")
+    # The client reads `code` only when the response echoes X-Supabase-Api-Version (2024-01-01).
+    assert caught.value.status == 400
+    assert caught.value.code == "refresh_token_not_found"
 
 
 def test_garbage_refresh_token(server, app, http):
@@ -28,28 +56,6 @@ def test_garbage_refresh_token(server, app, http):
         assert_error(refresh(http, server, app, garbage, **{"X-Supabase-Api-Version": VERSION}), 400, "refresh_token_not_found")
     # Without the request header, none is echoed.
     assert_error(refresh(http, server, app, "garbage"), 400, "refresh_token_not_found", echoed=False)
-
-
-def test_error_shape_on_other_failures(server, app, http):
-    versioned = {"X-Supabase-Api-Version": VERSION}
-    # No apikey at all.
-    response = http.post(server.url + TOKEN_PATH, headers=versioned, json={"refresh_token": "garbage"})
-    assert response.status_code == 401 and response.json()["code"]
-    assert response.headers.get("x-supabase-api-version") == VERSION
-    # An unknown apikey.
-    response = http.get(server.url + "/auth/v1/user", headers={"apikey": "sb_publishable_nope", **versioned})
-    assert response.status_code == 401 and response.json()["code"]
-    assert response.headers.get("x-supabase-api-version") == VERSION
-    # An unsupported grant type.
-    response = http.post(
-        server.url + "/auth/v1/token?grant_type=password", headers=api_headers(app, **versioned), json={}
-    )
-    assert_error(response, 400, "unsupported_grant_type")
-    # A device secret that is not a random UUID.
-    response = http.post(
-        server.url + "/auth/v1/signup", headers=api_headers(app, **versioned), json={"data": {"device_id": "1234"}}
-    )
-    assert_error(response, 400, "validation_failed")
 
 
 def test_refresh_rotation_and_reuse(server, app, http, database):

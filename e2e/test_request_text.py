@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from conftest import api_headers, psql
-from helpers import assert_json_error, guest_headers, raw_request, sign_up_guest
+from support import assert_json_error, guest_headers, raw_request, sign_up_guest
+
+pytestmark = pytest.mark.attack  # from the attack run: a hole found and kept closed
 
 # Bytes placed inside a JSON string literal: each makes the string something PostgreSQL text cannot hold, or the
 # document invalid JSON.

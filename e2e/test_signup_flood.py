@@ -17,7 +17,9 @@ import uuid
 import pytest
 
 from conftest import api_headers, psql
-from helpers import assert_json_error, create_app
+from support import assert_json_error, create_app
+
+pytestmark = pytest.mark.attack  # from the attack run: a hole found and kept closed
 
 BURST = 5
 CREATE = "/rest/v1/rpc/create_guest_user"

@@ -1,6 +1,7 @@
-"""Helpers shared by the attack suite: apps of their own, guests, guest-bearer headers and raw HTTP requests.
+"""Helpers several e2e files share: apps of their own, guests, guest-bearer headers, the official client, GoTrue's
+error shape, refreshes and raw HTTP requests.
 
-(The fixtures and the rest live in e2e/conftest.py; this file only adds what several attack files need.)
+(The fixtures and the rest live in e2e/conftest.py.)
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ import json
 import socket
 import time
 
+from supabase import ClientOptions, create_client
+
 from conftest import App, Database, api_headers, new_device_secret, run
 
 RAW_TIMEOUT = 5.0  # seconds a raw request may take, end to end
+VERSION = "2024-01-01"  # the X-Supabase-Api-Version the SDKs send; GoTrue echoes it on errors
+TOKEN_PATH = "/auth/v1/token?grant_type=refresh_token"
 
 
 def create_app(database: Database, name: str) -> App:
@@ -121,3 +126,24 @@ def _dechunk(payload: bytes) -> bytes:
             break
         out, payload = out + payload[:size], payload[size + 2 :]
     return out
+
+
+def make_client(server, app):
+    # No auto refresh: its timer thread would outlive the test.
+    options = ClientOptions(auto_refresh_token=False, persist_session=False)
+    return create_client(server.url, app.publishable_key, options)
+
+
+def refresh(http, server, app, token, **headers):
+    return http.post(server.url + TOKEN_PATH, headers=api_headers(app, **headers), json={"refresh_token": token})
+
+
+def assert_error(response, status, code, echoed=True):
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == code and isinstance(body["message"], str) and body["message"]
+    assert response.headers["content-type"].startswith("application/json")
+    if echoed:
+        assert response.headers.get("x-supabase-api-version") == VERSION
+    else:
+        assert "x-supabase-api-version" not in response.headers
