@@ -15,7 +15,9 @@
 # Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk
 # threads / pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none),
 # BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_BIN=PATH (use that guestpass binary, no build),
-# BENCH_KEEP_CLUSTER=1 (keep the cluster afterwards).
+# BENCH_KEEP_CLUSTER=1 (keep the cluster afterwards), BENCH_DURABLE=0 (fsync and synchronous_commit off, as the
+# test clusters run; default on, as production runs), BENCH_PG_CONF (extra postgresql.conf lines, e.g.
+# "shared_preload_libraries = 'pg_stat_statements'" to profile).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT" || exit 1
@@ -100,7 +102,11 @@ bench_begin() { # bench_begin CLUSTER_DIR
 bench_create_database() {
   "$PGC" destroy "$CLUSTER" >/dev/null
   CLUSTER_MADE=1
-  "$PGC" create "$CLUSTER" >/dev/null
+  # Durable, as production runs (the test clusters of scripts/pg-cluster run with fsync off): BENCH_DURABLE=0 keeps
+  # the throwaway settings.
+  local conf=""
+  if [ "${BENCH_DURABLE:-1}" = 1 ]; then conf=$'fsync = on\nfull_page_writes = on\nsynchronous_commit = on'; fi
+  PG_CLUSTER_EXTRA_CONF="$conf${BENCH_PG_CONF:+$'\n'$BENCH_PG_CONF}" "$PGC" create "$CLUSTER" >/dev/null
   PGPORT_BENCH="$("$PGC" port "$CLUSTER")"
   "$BIN" dev up --database-url "$("$PGC" url "$CLUSTER" postgres postgres)" --database "$DB" --app bench \
     --key-file "$WORK/jwt-signing-key.pem" --json >"$WORK/stack.json" 2>"$WORK/dev-up.log" ||
@@ -161,6 +167,28 @@ pg_children() { pgrep -c -P "$PG_MAIN_PID" || true; }
 bench_wait_reaped() { # bench_wait_reaped CHILDREN_BEFORE
   for _ in $(seq 1 50); do [ "$(pg_children)" -le "$1" ] && break; sleep 0.1; done
   sleep 0.2
+}
+
+# ---- pgbench at the bench's concurrency, as the login role, on the bench database; CPU of PostgreSQL counted
+# bench_pgbench LABEL PGBENCH-SCRIPT-ARGS... → PG_TPS PG_TX PG_FAILED PG_LAT and PG_CPU_TICKS; output in $WORK/pgbench-LABEL.out
+bench_pgbench() {
+  local label="$1" children t0
+  shift
+  children="$(pg_children)"
+  t0="$(pg_ticks)"
+  gp_log "SQL ($label): pgbench -c$CONNECTIONS -j$THREADS -T$DURATION"
+  timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
+    -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" "$@" "$DB" >"$WORK/pgbench-$label.out" 2>&1 ||
+    { cat "$WORK/pgbench-$label.out" >&2; gp_die "pgbench ($label) failed"; }
+  sed '/^SQL script [0-9]*:/,$d' "$WORK/pgbench-$label.out" | grep -E '^(tps|latency|number of failed)' >&2 || true
+  bench_wait_reaped "$children"
+  PG_CPU_TICKS=$(($(pg_ticks) - t0))
+  bench_pgbench_result "$WORK/pgbench-$label.out"
+}
+
+# The ceiling schema (bench/ceiling.sql) in the bench database.
+bench_create_ceiling() {
+  psql_q "$SUPER_URL" -f "$ROOT/bench/ceiling.sql" >/dev/null
 }
 
 # ---- results
