@@ -379,7 +379,7 @@ $$;
 -- Name: FUNCTION clock(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the time quotas and welcome-grant claims use: now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…'').';
+COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock GuestPass functions read (quotas, welcome-grant claims, rate limits, refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults and the updated_at trigger, which may run as a request role, keep now().';
 
 --
 -- Name: consume_at(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -496,26 +496,26 @@ COMMENT ON FUNCTION guestpass.enforce_rate_limit(p_bucket text, p_capacity integ
 CREATE FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) RETURNS TABLE(user_id uuid, device_id uuid, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
+    v_now timestamptz;
     v_user uuid;
     v_device uuid;
 begin
     if p_app is null then
         raise exception using errcode = '22023', message = 'an app is required';
     end if;
-    if p_secret_hash is null or p_secret_hash !~ '^[0-9a-f]{64}$' then
-        raise exception using errcode = '22023', message = 'the device secret hash must be a lowercase hex SHA-256';
-    end if;
+    perform guestpass.require_hex_sha256(p_secret_hash, 'the device secret hash');
     if p_user_metadata is not null and jsonb_typeof(p_user_metadata) <> 'object' then
         raise exception using errcode = '22023', message = 'user metadata must be a JSON object';
     end if;
+    v_now := guestpass.clock();
 
     -- One holder per (app, device) at a time, until commit: the loser of a race waits here, then finds the row.
     perform pg_advisory_xact_lock(hashtextextended('guestpass.device:' || p_app::text || ':' || p_secret_hash, 0));
 
     update public.devices as d
-    set last_seen_at = now()
+    set last_seen_at = v_now
     where d.app_id = p_app and d.secret_hash = p_secret_hash
     returning d.id, d.user_id into v_device, v_user;
 
@@ -534,13 +534,13 @@ begin
 
     return query select v_user, v_device, true;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at; for an unknown device creates an anonymous user (user_metadata = p_user_metadata, default {}) and the device, created = true. An existing user''s metadata is never changed. Serialises on a transaction advisory lock per (app, hash). Raises 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at (= guestpass.clock()); for an unknown device creates an anonymous user (user_metadata = p_user_metadata, default {}) and the device, created = true. An existing user''s metadata is never changed. Serialises on a transaction advisory lock per (app, hash). Raises 22023 on invalid arguments.';
 
 --
 -- Name: grant_credits_admin(uuid, integer, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -590,16 +590,18 @@ CREATE FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_r
     SET search_path TO ''
     AS $$
 declare
+    v_now timestamptz;
     v_tokens double precision;
     v_updated_at timestamptz;
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
+    v_now := guestpass.clock();
 
     select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
     if not found then
         return 0;
     end if;
-    v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, clock_timestamp(), p_capacity, p_refill_per_second);
+    v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, v_now, p_capacity, p_refill_per_second);
     if v_tokens >= 1 then
         return 0;
     end if;
@@ -611,7 +613,7 @@ $$;
 -- Name: FUNCTION peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'GuestPass internal: what take_rate_limit would answer now (0 or the seconds until a token is available), without taking a token or locking the bucket. Lets a caller refuse early, before any write, and take the token itself at the end of its transaction so the bucket row stays locked only briefly.';
+COMMENT ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'GuestPass internal: what take_rate_limit would answer now, at guestpass.clock() (0 or the seconds until a token is available), without taking a token or locking the bucket. Lets a caller refuse early, before any write, and take the token itself at the end of its transaction so the bucket row stays locked only briefly.';
 
 --
 -- Name: prune_rate_limits(interval); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -623,7 +625,7 @@ CREATE FUNCTION guestpass.prune_rate_limits(p_idle interval) RETURNS bigint
     AS $$
     with pruned as (
         delete from guestpass.rate_limits as r
-        where r.updated_at < clock_timestamp() - p_idle
+        where r.updated_at < (select guestpass.clock()) - p_idle
         returning 1
     )
     select count(*) from pruned
@@ -633,7 +635,7 @@ $$;
 -- Name: FUNCTION prune_rate_limits(p_idle interval); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass internal: deletes buckets untouched for p_idle and returns how many. A missing row is a full bucket, so pass at least the longest configured capacity / refill rate (the time an empty bucket needs to refill).';
+COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass internal: deletes buckets untouched for p_idle (updated_at before guestpass.clock() - p_idle) and returns how many. A missing row is a full bucket, so pass at least the longest configured capacity / refill rate (the time an empty bucket needs to refill).';
 
 --
 -- Name: quota_day(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -751,6 +753,30 @@ $$;
 COMMENT ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) IS 'GuestPass internal: raises PT429 ''rate limit exceeded'' with the whole seconds to wait (rounded up) as detail when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server turns it into HTTP 429 with Retry-After.';
 
 --
+-- Name: require_app(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.require_app() RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+    v_app uuid := auth.app_id();
+begin
+    if v_app is null then
+        raise exception using errcode = '42501', message = 'no app in the request claims';
+    end if;
+    return v_app;
+end
+$$;
+
+--
+-- Name: FUNCTION require_app(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.require_app() IS 'GuestPass internal: the caller''s app (claim app_id, auth.app_id()); raises 42501 ''no app in the request claims'' without one. Does not check that the app exists.';
+
+--
 -- Name: require_app_user(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -758,12 +784,11 @@ CREATE FUNCTION guestpass.require_app_user(p_user_id uuid) RETURNS uuid
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
+declare
+    v_app uuid := guestpass.require_app();
 begin
-    if auth.app_id() is null then
-        raise exception 'no app in the request claims' using errcode = '42501';
-    end if;
     if p_user_id is null
-       or not exists (select 1 from public.users as u where u.id = p_user_id and u.app_id = auth.app_id()) then
+       or not exists (select 1 from public.users as u where u.id = p_user_id and u.app_id = v_app) then
         raise exception 'the user is not a user of this app' using errcode = '42501';
     end if;
     return p_user_id;
@@ -807,6 +832,50 @@ $$;
 COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and the user exists in the claims'' app; else raises 42501.';
 
 --
+-- Name: require_hex_sha256(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $_$
+begin
+    if p_value is null or p_value !~ '^[0-9a-f]{64}$' then
+        raise exception using errcode = '22023', message = format('%s must be a lowercase hex SHA-256', p_name);
+    end if;
+end
+$_$;
+
+--
+-- Name: FUNCTION require_hex_sha256(p_value text, p_name text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) IS 'GuestPass internal: raises 22023 ''<p_name> must be a lowercase hex SHA-256'' unless p_value is 64 lowercase hex digits (null included: a caller whose argument is optional checks for null first).';
+
+--
+-- Name: require_user_and_app(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+    user_id := auth.uid();
+    app_id := auth.app_id();
+    if user_id is null or app_id is null then
+        raise exception using errcode = '42501', message = 'no user or app in the request claims';
+    end if;
+end
+$$;
+
+--
+-- Name: FUNCTION require_user_and_app(OUT user_id uuid, OUT app_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) IS 'GuestPass internal: the caller''s user (claim sub, auth.uid()) and app (claim app_id, auth.app_id()); raises 42501 ''no user or app in the request claims'' unless both are present. Does not check that they exist.';
+
+--
 -- Name: set_updated_at(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -835,11 +904,12 @@ CREATE FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_r
     SET search_path TO ''
     AS $$
 declare
-    v_now constant timestamptz := clock_timestamp();
+    v_now timestamptz;
     v_tokens double precision;
     v_updated_at timestamptz;
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
+    v_now := guestpass.clock();
 
     insert into guestpass.rate_limits as r (bucket, tokens, updated_at)
     values (p_bucket, p_capacity - 1, v_now)
@@ -862,7 +932,7 @@ $$;
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second, see guestpass.bucket_tokens) and returns 0, or returns the seconds until a token is available and takes nothing. One upsert; race-free (INSERT … ON CONFLICT DO UPDATE locks the row and re-reads its latest committed version). Time is clock_timestamp(), read before the row lock; the update never moves updated_at backwards.';
+COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second, see guestpass.bucket_tokens) and returns 0, or returns the seconds until a token is available and takes nothing. One upsert; race-free (INSERT … ON CONFLICT DO UPDATE locks the row and re-reads its latest committed version). Time is guestpass.clock() (the transaction''s start, or guestpass.clock_override), read once: a time older than the row''s updated_at (a transaction that waited for the row lock) refills nothing, and the update never moves updated_at backwards, so the refill can only come out smaller than the time elapsed allows, never larger.';
 
 --
 -- Name: take_signup_limits(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -947,21 +1017,17 @@ COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server
 CREATE FUNCTION guestpass_server.devicecheck_begin(p_token_hash text) RETURNS TABLE(status text, claim_id uuid, pending_claim_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
-    v_user uuid := auth.uid();
-    v_app uuid := auth.app_id();
+    v_user uuid;
+    v_app uuid;
     v_now timestamptz := guestpass.clock();
     v_claimed boolean;
     v_pending guestpass.devicecheck_claims%rowtype;
     v_claim uuid;
 begin
-    if v_user is null or v_app is null then
-        raise exception 'no user or app in the request claims' using errcode = '42501';
-    end if;
-    if p_token_hash is null or p_token_hash !~ '^[0-9a-f]{64}$' then
-        raise exception 'the token hash must be a lowercase hex SHA-256' using errcode = '22023';
-    end if;
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    perform guestpass.require_hex_sha256(p_token_hash, 'the token hash');
 
     -- The user's lock: begin and finish of one user run one at a time.
     select u.initial_grant_claimed into v_claimed
@@ -1013,7 +1079,7 @@ begin
     update guestpass.devicecheck_tokens as t set claim_id = v_claim where t.token_hash = p_token_hash;
     return query select 'started'::text, v_claim, null::uuid;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION devicecheck_begin(p_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1030,8 +1096,8 @@ CREATE FUNCTION guestpass_server.devicecheck_finish(p_claim_id uuid, p_outcome t
     SET search_path TO ''
     AS $$
 declare
-    v_user uuid := auth.uid();
-    v_app uuid := auth.app_id();
+    v_user uuid;
+    v_app uuid;
     v_now timestamptz := guestpass.clock();
     v_claimed boolean;
     v_balance integer;
@@ -1040,9 +1106,7 @@ declare
     v_state text;
     v_reason text;
 begin
-    if v_user is null or v_app is null then
-        raise exception 'no user or app in the request claims' using errcode = '42501';
-    end if;
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     if p_outcome is null or p_outcome not in ('granted', 'refused', 'failed', 'found_set_on_repair', 'pending') then
         raise exception 'the outcome must be granted, refused, failed, found_set_on_repair or pending'
             using errcode = '22023';
@@ -1152,13 +1216,11 @@ CREATE FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_s
     SET search_path TO ''
     AS $$
 declare
-    v_user uuid := auth.uid();
-    v_app uuid := auth.app_id();
+    v_user uuid;
+    v_app uuid;
     v_now timestamptz := guestpass.clock();
 begin
-    if v_user is null or v_app is null then
-        raise exception 'no user or app in the request claims' using errcode = '42501';
-    end if;
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     if p_ttl_seconds is null or not (p_ttl_seconds > 0 and p_ttl_seconds <= 300) then
         raise exception 'the lease time to live must be in (0, 300] seconds' using errcode = '22023';
     end if;
@@ -1198,25 +1260,21 @@ COMMENT ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_t
 CREATE FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) RETURNS TABLE(status text, user_id uuid, device_id uuid, session_id uuid, active_counter integer, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
-    v_app uuid := auth.app_id();
+    v_app uuid := guestpass.require_app();
+    v_now timestamptz;
     v_session guestpass.sessions%rowtype;
     v_token guestpass.refresh_tokens%rowtype;
     v_active integer;
     v_status text;
 begin
-    if v_app is null then
-        raise exception using errcode = '42501', message = 'no app in the request claims';
-    end if;
-    if p_next_token_hash is null or p_next_token_hash !~ '^[0-9a-f]{64}$' then
-        raise exception using errcode = '22023',
-            message = 'the next refresh token hash must be a lowercase hex SHA-256';
-    end if;
+    perform guestpass.require_hex_sha256(p_next_token_hash, 'the next refresh token hash');
     if p_reuse_window_seconds is not null and not (p_reuse_window_seconds >= 0
        and p_reuse_window_seconds < 'Infinity'::double precision) then
         raise exception using errcode = '22023', message = 'the reuse window must be a non-negative number of seconds';
     end if;
+    v_now := guestpass.clock();
 
     <<decide>>
     begin
@@ -1249,29 +1307,29 @@ begin
 
         if v_token.revoked_at is null and v_token.counter = v_active then
             -- The active token: rotate.
-            update guestpass.refresh_tokens as t set revoked_at = now() where t.id = v_token.id;
+            update guestpass.refresh_tokens as t set revoked_at = v_now where t.id = v_token.id;
             insert into guestpass.refresh_tokens (session_id, counter, token_hash)
             values (v_session.id, v_active + 1, p_next_token_hash);
-            update guestpass.sessions as s set refreshed_at = now() where s.id = v_session.id;
+            update guestpass.sessions as s set refreshed_at = v_now where s.id = v_session.id;
             v_active := v_active + 1;
             v_status := 'rotated';
         elsif v_token.counter = v_active - 1 then
             -- The parent of the active token: a client that lost the answer gets the active token back.
             v_status := 'reused';
-        elsif v_token.revoked_at + make_interval(secs => coalesce(p_reuse_window_seconds, 0)) >= now() then
+        elsif v_token.revoked_at + make_interval(secs => coalesce(p_reuse_window_seconds, 0)) >= v_now then
             v_status := 'reused';
         else
             -- An old token replayed outside the window: assume theft and revoke the whole family.
-            update guestpass.sessions as s set revoked_at = now() where s.id = v_session.id;
+            update guestpass.sessions as s set revoked_at = v_now where s.id = v_session.id;
             update guestpass.refresh_tokens as t
-            set revoked_at = now()
+            set revoked_at = v_now
             where t.session_id = v_session.id and t.revoked_at is null;
             v_status := 'refresh_token_already_used';
         end if;
     end;
 
     if v_status in ('rotated', 'reused') then
-        update public.devices as d set last_seen_at = now() where d.id = v_session.device_id;
+        update public.devices as d set last_seen_at = v_now where d.id = v_session.device_id;
         return query
         select v_status, u.id, v_session.device_id, v_session.id, v_active, u.is_anonymous, u.email,
                u.user_metadata, u.app_metadata, u.created_at, u.updated_at
@@ -1283,13 +1341,13 @@ begin
                null::jsonb, null::jsonb, null::timestamptz, null::timestamptz;
     end if;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) IS 'GuestPass server: refresh-token rotation with GoTrue''s rules, in the caller''s app (claim app_id). The server passes the session id and counter it read from the token, the token''s hash, and the hash of the token for counter + 1. Always returns one row; status is: rotated (the active token: revoked, counter + 1 issued, active_counter = the new counter); reused (the parent of the active token, at any age, or an older token revoked less than p_reuse_window_seconds ago: nothing changes, the server re-derives the token of active_counter); refresh_token_already_used (an older token outside the window: the session and all its tokens are revoked, and committed); refresh_token_not_found (unknown hash, or not that session and counter); session_not_found (no such session in the app, or revoked). The user columns are set only for rotated and reused. Concurrent refreshes of one session are serialised by a row lock. Raises 42501 without an app claim, 22023 on an invalid next hash or window.';
+COMMENT ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) IS 'GuestPass server: refresh-token rotation with GoTrue''s rules, in the caller''s app (claim app_id). The server passes the session id and counter it read from the token, the token''s hash, and the hash of the token for counter + 1. Always returns one row; status is: rotated (the active token: revoked, counter + 1 issued, active_counter = the new counter); reused (the parent of the active token, at any age, or an older token revoked less than p_reuse_window_seconds ago: nothing changes, the server re-derives the token of active_counter); refresh_token_already_used (an older token outside the window: the session and all its tokens are revoked, and committed); refresh_token_not_found (unknown hash, or not that session and counter); session_not_found (no such session in the app, or revoked). The user columns are set only for rotated and reused. Concurrent refreshes of one session are serialised by a row lock. Time is guestpass.clock(): it stamps revoked_at, refreshed_at and the device''s last_seen_at, and the reuse window is revoked_at + p_reuse_window_seconds >= guestpass.clock(). Raises 42501 without an app claim, 22023 on an invalid next hash or window.';
 
 --
 -- Name: resolve_api_key(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1319,21 +1377,21 @@ CREATE FUNCTION guestpass_server.sign_out(p_scope text) RETURNS integer
     SET search_path TO ''
     AS $$
 declare
-    v_user uuid := auth.uid();
-    v_app uuid := auth.app_id();
+    v_user uuid;
+    v_app uuid;
     v_session uuid := auth.claim_uuid('session_id');
+    v_now timestamptz;
     v_count integer;
 begin
-    if v_user is null or v_app is null then
-        raise exception using errcode = '42501', message = 'no user or app in the request claims';
-    end if;
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     if p_scope is null or p_scope not in ('local', 'global', 'others') then
         raise exception using errcode = '22023', message = 'scope must be local, global or others';
     end if;
+    v_now := guestpass.clock();
 
     with revoked as (
         update guestpass.sessions as s
-        set revoked_at = now()
+        set revoked_at = v_now
         where s.user_id = v_user
           and s.app_id = v_app
           and s.revoked_at is null
@@ -1346,7 +1404,7 @@ begin
     ),
     revoked_tokens as (
         update guestpass.refresh_tokens as t
-        set revoked_at = now()
+        set revoked_at = v_now
         where t.session_id in (select r.id from revoked as r) and t.revoked_at is null
     )
     select count(*)::integer into v_count from revoked;
@@ -1359,7 +1417,7 @@ $$;
 -- Name: FUNCTION sign_out(p_scope text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_out(p_scope text) IS 'GuestPass server: signs the caller (claims sub and app_id) out. p_scope local revokes the claims'' session_id, global every session of the user, others every session but the claims'' one; each revoked session''s refresh tokens are revoked with it. Returns the number of sessions revoked (0 when already signed out). Raises 42501 without a user or app claim, 22023 on another scope.';
+COMMENT ON FUNCTION guestpass_server.sign_out(p_scope text) IS 'GuestPass server: signs the caller (claims sub and app_id) out. p_scope local revokes the claims'' session_id, global every session of the user, others every session but the claims'' one; each revoked session''s refresh tokens are revoked with it (revoked_at = guestpass.clock()). Returns the number of sessions revoked (0 when already signed out). Raises 42501 without a user or app claim, 22023 on another scope.';
 
 --
 -- Name: sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, double precision, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1368,17 +1426,15 @@ COMMENT ON FUNCTION guestpass_server.sign_out(p_scope text) IS 'GuestPass server
 CREATE FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) RETURNS TABLE(user_id uuid, device_id uuid, session_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
-    v_app uuid := auth.app_id();
+    v_app uuid := guestpass.require_app();
+    v_now timestamptz;
     v_key text;
     v_user uuid;
     v_device uuid;
     v_created boolean;
 begin
-    if v_app is null then
-        raise exception using errcode = '42501', message = 'no app in the request claims';
-    end if;
     if not exists (select 1 from guestpass.apps as a where a.id = v_app) then
         raise exception using errcode = '42501', message = 'unknown app';
     end if;
@@ -1387,11 +1443,9 @@ begin
     if p_session_id is null then
         raise exception using errcode = '22023', message = 'a session id is required';
     end if;
-    if p_refresh_token_hash is null or p_refresh_token_hash !~ '^[0-9a-f]{64}$' then
-        raise exception using errcode = '22023', message = 'the refresh token hash must be a lowercase hex SHA-256';
-    end if;
-    if p_secret_hash is not null and p_secret_hash !~ '^[0-9a-f]{64}$' then
-        raise exception using errcode = '22023', message = 'the device secret hash must be a lowercase hex SHA-256';
+    perform guestpass.require_hex_sha256(p_refresh_token_hash, 'the refresh token hash');
+    if p_secret_hash is not null then
+        perform guestpass.require_hex_sha256(p_secret_hash, 'the device secret hash');
     end if;
     if p_user_metadata is not null and jsonb_typeof(p_user_metadata) <> 'object' then
         raise exception using errcode = '22023', message = 'user metadata must be a JSON object';
@@ -1416,6 +1470,7 @@ begin
     if char_length(p_client_ip) > 255 then
         raise exception using errcode = '22023', message = 'the client IP is longer than 255 characters';
     end if;
+    v_now := guestpass.clock();
 
     -- Rate limits, before any write. The per-IP bucket is taken now. The per-app bucket, shared by every sign-up
     -- of the app, is only peeked at now (an empty bucket refuses before any write) and taken at the very end, so
@@ -1450,7 +1505,7 @@ begin
                 app_version = coalesce(p_device ->> 'app_version', d.app_version),
                 build_number = coalesce(p_device ->> 'build_number', d.build_number),
                 is_simulator = coalesce((p_device ->> 'is_simulator')::boolean, d.is_simulator),
-                last_seen_at = now()
+                last_seen_at = v_now
             where d.id = v_device;
         end if;
     end if;
@@ -1466,17 +1521,17 @@ begin
 
     return query
     select u.id, v_device, p_session_id, u.is_anonymous, u.email, u.user_metadata, u.app_metadata,
-           u.created_at, u.updated_at, now(), v_created
+           u.created_at, u.updated_at, v_now, v_created
     from public.users as u
     where u.id = v_user;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits before any write: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (a null capacity turns one off; the app bucket is checked first and taken last, to keep its row locked briefly); when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = now() and created (a new user). Raises 42501 without a known app, 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits before any write: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (a null capacity turns one off; the app bucket is checked first and taken last, to keep its row locked briefly); when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
 -- Name: consume_quota(uuid, text); Type: FUNCTION; Schema: public; Owner: -
@@ -1504,13 +1559,10 @@ CREATE FUNCTION public.create_guest_user(p_device_id uuid) RETURNS uuid
     SET search_path TO ''
     AS $$
 declare
-    v_app uuid := auth.app_id();
+    v_app uuid := guestpass.require_app();
     v_hash text;
     v_user uuid;
 begin
-    if v_app is null then
-        raise exception using errcode = '42501', message = 'no app in the request claims';
-    end if;
     if p_device_id is null then
         raise exception using errcode = '22023', message = 'p_device_id is required';
     end if;
@@ -2729,6 +2781,12 @@ REVOKE ALL ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with ti
 REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION require_app(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.require_app() FROM PUBLIC;
+
+--
 -- Name: FUNCTION require_app_user(p_user_id uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -2739,6 +2797,18 @@ REVOKE ALL ON FUNCTION guestpass.require_app_user(p_user_id uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.require_caller(p_user_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION require_hex_sha256(p_value text, p_name text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION require_user_and_app(OUT user_id uuid, OUT app_id uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
