@@ -73,16 +73,17 @@ CREATE FUNCTION auth.claim_uuid(claim text) RETURNS uuid
     LANGUAGE sql STABLE
     AS $_$
     select case
-        when value ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$' then value::uuid
+        when (nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> claim)
+            ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
+        then (nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> claim)::uuid
     end
-    from (select auth.jwt() ->> claim as value) as claimed
 $_$;
 
 --
 -- Name: FUNCTION claim_uuid(claim text); Type: COMMENT; Schema: auth; Owner: -
 --
 
-COMMENT ON FUNCTION auth.claim_uuid(claim text) IS 'One claim of auth.jwt() as a uuid; null when absent, empty or not a canonical uuid (never raises on it).';
+COMMENT ON FUNCTION auth.claim_uuid(claim text) IS 'One claim of the request claims (request.jwt.claims) as a uuid; null when absent, empty, not a canonical uuid, or when the claims are not a JSON object (never raises on it). Inlinable: one expression, no SET clause, so auth.uid(), auth.app_id() and auth.device_id() inline to it.';
 
 --
 -- Name: device_id(); Type: FUNCTION; Schema: auth; Owner: -
@@ -105,15 +106,17 @@ COMMENT ON FUNCTION auth.device_id() IS 'The caller''s device: the public id of 
 CREATE FUNCTION auth.jwt() RETURNS jsonb
     LANGUAGE sql STABLE
     AS $$
-    select case when jsonb_typeof(setting.claims) = 'object' then setting.claims end
-    from (select nullif(current_setting('request.jwt.claims', true), '')::jsonb as claims) as setting
+    select case
+        when pg_catalog.jsonb_typeof(nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb) = 'object'
+        then nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb
+    end
 $$;
 
 --
 -- Name: FUNCTION jwt(); Type: COMMENT; Schema: auth; Owner: -
 --
 
-COMMENT ON FUNCTION auth.jwt() IS 'The verified caller''s JWT claims (transaction-local request.jwt.claims) as a JSON object; null when unset or not an object. Raises 22P02 if the setting is not JSON.';
+COMMENT ON FUNCTION auth.jwt() IS 'The verified caller''s JWT claims (transaction-local request.jwt.claims) as a JSON object; null when unset or not an object. Raises 22P02 if the setting is not JSON. Inlinable: one expression, no SET clause.';
 
 --
 -- Name: role(); Type: FUNCTION; Schema: auth; Owner: -
@@ -121,13 +124,13 @@ COMMENT ON FUNCTION auth.jwt() IS 'The verified caller''s JWT claims (transactio
 
 CREATE FUNCTION auth.role() RETURNS text
     LANGUAGE sql STABLE
-    AS $$ select auth.jwt() ->> 'role' $$;
+    AS $$ select nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> 'role' $$;
 
 --
 -- Name: FUNCTION role(); Type: COMMENT; Schema: auth; Owner: -
 --
 
-COMMENT ON FUNCTION auth.role() IS 'The caller''s role claim (anon, authenticated, service_role), or null.';
+COMMENT ON FUNCTION auth.role() IS 'The caller''s role claim (anon, authenticated, service_role), or null. Inlinable: one expression, no SET clause.';
 
 --
 -- Name: uid(); Type: FUNCTION; Schema: auth; Owner: -
@@ -369,17 +372,18 @@ COMMENT ON FUNCTION guestpass.client_address_key(p_address text) IS 'GuestPass i
 
 CREATE FUNCTION guestpass.clock() RETURNS timestamp with time zone
     LANGUAGE sql STABLE
-    SET search_path TO ''
     AS $$
-    select coalesce(nullif(pg_catalog.current_setting('guestpass.clock_override', true), '')::timestamptz,
-                    pg_catalog.now())
+    select coalesce(
+        nullif(pg_catalog.current_setting('guestpass.clock_override', true), '')::timestamptz,
+        pg_catalog.now()
+    )
 $$;
 
 --
 -- Name: FUNCTION clock(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock GuestPass functions read (quotas, welcome-grant claims, rate limits, refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults and the updated_at trigger, which may run as a request role, keep now().';
+COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock GuestPass functions read (quotas, welcome-grant claims, rate limits, refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults and the updated_at trigger, which may run as a request role, keep now(). Inlinable: one expression, no SET clause.';
 
 --
 -- Name: consume_at(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -569,17 +573,14 @@ COMMENT ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integer,
 --
 
 CREATE FUNCTION guestpass.iso_utc(p_at timestamp with time zone) RETURNS text
-    LANGUAGE sql IMMUTABLE
-    SET search_path TO ''
-    AS $$
-    select pg_catalog.to_char(p_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-$$;
+    LANGUAGE sql STABLE
+    AS $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
 
 --
 -- Name: FUNCTION iso_utc(p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) IS 'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the session''s TimeZone).';
+COMMENT ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) IS 'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the session''s TimeZone). Inlinable: one expression, no SET clause.';
 
 --
 -- Name: peek_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -642,26 +643,32 @@ COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass i
 --
 
 CREATE FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) RETURNS record
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-    select
-        case when latest.is_current then latest.day else local.day end,
-        case
-            when latest.is_current is not true then guestpass.quota_resets_at(p_timezone, p_at)
-            when p_at < latest.resets_at then latest.resets_at
-            else ((latest.day + 1)::timestamp) at time zone p_timezone
-        end,
-        case when latest.is_current then latest.free_used else 0 end
-    from (select (p_at at time zone p_timezone)::date as day) as local
-    left join lateral (
-        select d.day, d.resets_at, d.free_used,
-               (p_at < d.resets_at or local.day <= d.day) as is_current
-        from guestpass.daily_usage as d
-        where d.user_id = p_user
-        order by d.day desc
-        limit 1
-    ) as latest on true
+declare
+    v_local_day date := pg_catalog.timezone(p_timezone, p_at)::date;
+    v_day date;
+    v_resets_at timestamptz;
+    v_free_used integer;
+begin
+    select d.day, d.resets_at, d.free_used into v_day, v_resets_at, v_free_used
+    from guestpass.daily_usage as d
+    where d.user_id = p_user
+    order by d.day desc
+    limit 1;
+
+    if found and (p_at < v_resets_at or v_local_day <= v_day) then
+        -- The latest day has not ended (or the local date is not past it): it is still the current one.
+        day := v_day;
+        resets_at := case when p_at < v_resets_at then v_resets_at else pg_catalog.timezone(p_timezone, (v_day + 1)::timestamp) end;
+        free_used := v_free_used;
+    else
+        day := v_local_day;
+        resets_at := guestpass.quota_resets_at(p_timezone, p_at);
+        free_used := 0;
+    end if;
+end
 $$;
 
 --
@@ -675,9 +682,9 @@ COMMENT ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at times
 --
 
 CREATE FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE sql STABLE
     AS $$
-    select jsonb_build_object(
+    select pg_catalog.jsonb_build_object(
         'quota_remaining', greatest(p_allowance - p_free_used, 0),
         'daily_limit', p_allowance,
         'credits_remaining', p_credits,
@@ -690,7 +697,7 @@ $$;
 -- Name: FUNCTION quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) IS 'GuestPass internal: the quota object of get_quota and consume_quota: {quota_remaining (free left in the quota day), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC)}. Inlinable: no SET clause.';
+COMMENT ON FUNCTION guestpass.quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone) IS 'GuestPass internal: the quota object of get_quota and consume_quota: {quota_remaining (free left in the quota day), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC)}. Inlinable: one expression, no SET clause (STABLE, as guestpass.iso_utc is).';
 
 --
 -- Name: quota_resets_at(text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -698,30 +705,35 @@ COMMENT ON FUNCTION guestpass.quota_json(p_allowance integer, p_free_used intege
 
 CREATE FUNCTION guestpass.quota_resets_at(p_timezone text, p_at timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE sql STABLE
-    SET search_path TO ''
     AS $$
-    select (((p_at at time zone p_timezone)::date + 1)::timestamp) at time zone p_timezone
+    select pg_catalog.timezone(p_timezone, (pg_catalog.timezone(p_timezone, p_at)::date + 1)::timestamp)
 $$;
 
 --
 -- Name: FUNCTION quota_resets_at(p_timezone text, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.quota_resets_at(p_timezone text, p_at timestamp with time zone) IS 'GuestPass internal: the next local midnight after p_at in time zone p_timezone (a midnight skipped by a DST change resolves to the first instant of the new day).';
+COMMENT ON FUNCTION guestpass.quota_resets_at(p_timezone text, p_at timestamp with time zone) IS 'GuestPass internal: the next local midnight after p_at in time zone p_timezone (a midnight skipped by a DST change resolves to the first instant of the new day). Inlinable: one expression, no SET clause.';
 
 --
 -- Name: quota_state(uuid, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
 CREATE FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with time zone) RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
+declare
+    v_result jsonb;
+begin
     select guestpass.quota_json(a.daily_free_allowance, q.free_used, u.credits_balance, u.is_premium, q.resets_at)
+    into v_result
     from public.users as u
     join guestpass.apps as a on a.id = u.app_id
     cross join lateral guestpass.quota_day(u.id, u.timezone, p_at) as q
-    where u.id = p_user
+    where u.id = p_user;
+    return v_result;
+end
 $$;
 
 --
@@ -1538,10 +1550,12 @@ COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device 
 --
 
 CREATE FUNCTION public.consume_quota(p_user_id uuid DEFAULT NULL::uuid, p_request_id text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select guestpass.consume_at(guestpass.require_caller(p_user_id), p_request_id, guestpass.clock())
+begin
+    return guestpass.consume_at(guestpass.require_caller(p_user_id), p_request_id, guestpass.clock());
+end
 $$;
 
 --
@@ -1597,10 +1611,12 @@ COMMENT ON FUNCTION public.create_guest_user(p_device_id uuid) IS 'GuestPass: th
 --
 
 CREATE FUNCTION public.get_quota(p_user_id uuid DEFAULT NULL::uuid) RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select guestpass.quota_state(guestpass.require_caller(p_user_id), guestpass.clock())
+begin
+    return guestpass.quota_state(guestpass.require_caller(p_user_id), guestpass.clock());
+end
 $$;
 
 --

@@ -1,0 +1,79 @@
+-- The helpers on every request's path stay inlinable (0020): EXPLAIN (VERBOSE) of a call shows the helper's
+-- expression, not a call of the helper. A SET clause, SECURITY DEFINER, a FROM clause or a wrong volatility added to
+-- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
+-- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
+begin;
+select plan(17);
+
+-- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
+create function pg_temp.plan_of(p_sql text)
+returns text
+language plpgsql
+as $$
+declare
+    v_line text;
+    v_plan text := '';
+begin
+    for v_line in execute 'explain (verbose, costs off) ' || p_sql loop
+        v_plan := v_plan || v_line || E'\n';
+    end loop;
+    return v_plan;
+end
+$$;
+
+select doesnt_match(pg_temp.plan_of('select auth.uid()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.uid() is inlined: no function call in its plan');
+select doesnt_match(pg_temp.plan_of('select auth.app_id()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.app_id() is inlined');
+select doesnt_match(pg_temp.plan_of('select auth.device_id()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.device_id() is inlined');
+select doesnt_match(pg_temp.plan_of('select auth.role()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.role() is inlined');
+select doesnt_match(pg_temp.plan_of('select auth.jwt()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.jwt() is inlined');
+select doesnt_match(pg_temp.plan_of($$select auth.claim_uuid('x')$$), '(auth|guestpass)\.[a-z_]+\(', 'auth.claim_uuid() is inlined');
+select doesnt_match(pg_temp.plan_of('select guestpass.clock()'), '(auth|guestpass)\.[a-z_]+\(', 'guestpass.clock() is inlined');
+select doesnt_match(
+    pg_temp.plan_of($$select guestpass.quota_resets_at('Europe/Paris', now())$$), '(auth|guestpass)\.[a-z_]+\(',
+    'guestpass.quota_resets_at() is inlined'
+);
+select doesnt_match(pg_temp.plan_of('select guestpass.iso_utc(now())'), '(auth|guestpass)\.[a-z_]+\(', 'guestpass.iso_utc() is inlined');
+select doesnt_match(
+    pg_temp.plan_of('select guestpass.quota_json(3, 1, 10, false, now())'), '(auth|guestpass)\.[a-z_]+\(',
+    'guestpass.quota_json() is inlined, iso_utc with it'
+);
+
+-- A policy's (select auth.uid()) is the claim read, nothing more: the plan names current_setting, not auth.
+select matches(
+    pg_temp.plan_of('select auth.uid()'), 'current_setting', 'the inlined auth.uid() reads request.jwt.claims'
+);
+
+-- Inlined, they answer as before.
+select set_config(
+    'request.jwt.claims',
+    '{"sub":"00000000-0000-4000-8000-0000000000a1","role":"authenticated","app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"nope"}',
+    true
+);
+select is(auth.uid(), '00000000-0000-4000-8000-0000000000a1'::uuid, 'auth.uid() reads sub');
+select is(auth.device_id(), null, 'a device_id that is not a uuid is null, not an error');
+select set_config('request.jwt.claims', '["00000000-0000-4000-8000-0000000000a1"]', true);
+select is(auth.uid(), null, 'claims that are not an object give no user');
+select is(auth.jwt(), null, 'claims that are not an object give no claims');
+
+-- The entry points of the quota path keep their plans (plpgsql), and take one SECURITY DEFINER boundary each.
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        join pg_catalog.pg_language as l on l.oid = p.prolang
+        where p.oid in ('public.get_quota(uuid)'::regprocedure, 'public.consume_quota(uuid, text)'::regprocedure,
+                        'guestpass.quota_state(uuid, timestamptz)'::regprocedure)
+          and not (l.lanname = 'plpgsql' and p.prosecdef)
+    ),
+    '{}'::text[],
+    'get_quota, consume_quota and quota_state are SECURITY DEFINER plpgsql'
+);
+select is(
+    (select l.lanname::text from pg_catalog.pg_proc as p join pg_catalog.pg_language as l on l.oid = p.prolang
+     where p.oid = 'guestpass.quota_day(uuid, text, timestamptz)'::regprocedure),
+    'plpgsql',
+    'quota_day is plpgsql'
+);
+
+select * from finish();
+rollback;
