@@ -390,8 +390,7 @@ COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock Gue
 --
 
 CREATE FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql
     AS $$
 declare
     v_app uuid;
@@ -644,7 +643,6 @@ COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass i
 
 CREATE FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) RETURNS record
     LANGUAGE plpgsql STABLE
-    SET search_path TO ''
     AS $$
 declare
     v_local_day date := pg_catalog.timezone(p_timezone, p_at)::date;
@@ -818,8 +816,7 @@ COMMENT ON FUNCTION guestpass.require_app_user(p_user_id uuid) IS 'GuestPass int
 --
 
 CREATE FUNCTION guestpass.require_caller(p_user_id uuid) RETURNS uuid
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE
     AS $$
 declare
     v_user uuid := auth.uid();
@@ -841,7 +838,7 @@ $$;
 -- Name: FUNCTION require_caller(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and the user exists in the claims'' app; else raises 42501.';
+COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and the user exists in the claims'' app; else raises 42501. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
 -- Name: require_hex_sha256(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
