@@ -20,7 +20,8 @@
 #
 # Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk threads /
 # pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none), BENCH_USERS (default
-# 4 × BENCH_CONNECTIONS, 1...128), BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_KEEP_CLUSTER=1 (keep
+# 4 × BENCH_CONNECTIONS, 1...128), BENCH_PROFILE=1 (perf samples the server during the HTTP run and prints its top
+# symbols), BENCH_SKIP_BUILD=1 (use the existing release build), BENCH_KEEP_CLUSTER=1 (keep
 # .pg/bench-consume afterwards). Exit status 1 when a measurement is invalid (errors, non-200 answers, or fewer
 # consumes recorded in the database than answered); a ratio below its target (our SQL ≥ 0.60 × the ceiling, HTTP ≥
 # 0.80 × our SQL) is reported, not an error.
@@ -109,8 +110,10 @@ C0="$(consumes)"
 gp_log "HTTP: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency POST /rest/v1/rpc/consume_quota ($USERS users)"
 SRV0="$(proc_ticks "$SERVER_PID")"
 PG0="$(pg_ticks)"
+bench_profile_start "$SERVER_PID"
 timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- "$PUBLISHABLE_KEY" "$WORK/tokens.lua" \
   | tee "$WORK/wrk.out" >&2
+bench_profile_stop
 HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
 HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
 bench_wrk_result "$WORK/wrk.out"

@@ -191,6 +191,22 @@ bench_create_ceiling() {
   psql_q "$SUPER_URL" -f "$ROOT/bench/ceiling.sql" >/dev/null
 }
 
+# ---- profiling (BENCH_PROFILE=1): perf samples the server during the HTTP run; the top symbols are printed after
+bench_profile_start() { # bench_profile_start PID
+  PROFILE_PID=""
+  [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+  command -v perf >/dev/null || gp_ensure_apt linux-perf
+  perf record -q -F 499 -g -p "$1" -o "$WORK/perf.data" >/dev/null 2>&1 &
+  PROFILE_PID=$!
+}
+bench_profile_stop() {
+  [ -n "${PROFILE_PID:-}" ] || return 0
+  kill -INT "$PROFILE_PID" 2>/dev/null || true
+  wait "$PROFILE_PID" 2>/dev/null || true
+  gp_log "server profile (perf, self time, top 40 symbols):"
+  perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -40 >&2 || true
+}
+
 # ---- results
 # The WRK_RESULT line the bench/*.lua scripts print in done() → HTTP_REQUESTS HTTP_US HTTP_BAD P50_US P90_US
 # P99_US MAX_US.
