@@ -1,0 +1,74 @@
+-- wrk script for bench/soak.sh: the mixed load of apps at launch and in use. Every request is one of
+--   launch: a sign-up (POST /auth/v1/signup, a new device) or a refresh (POST /auth/v1/token?grant_type=refresh_token
+--           of a session this thread holds), 1 in 5 requests, half of each when sessions are at hand;
+--   get_quota (POST /rest/v1/rpc/get_quota), 2 in 5; consume_quota (POST /rest/v1/rpc/consume_quota), 2 in 5.
+-- Sessions come from the answers: every answer that carries a refresh token (sign-up, refresh) adds its session to
+-- the thread's pool; a refresh takes one out (its token is used up). get_quota and consume use any held access token.
+--   wrk ... -s bench/soak.lua URL -- PUBLISHABLE_KEY
+local thread_count = 0
+
+function setup(thread)
+  thread_count = thread_count + 1
+  thread:set("thread_id", thread_count)
+end
+
+local apikey
+local sessions = {} -- { access, refresh }
+local max_sessions = 2000
+
+local function r16() return math.random(0, 0xffff) end
+local function uuid4()
+  return string.format("%04x%04x-%04x-%04x-%04x-%04x%04x%04x",
+    r16(), r16(), r16(), 0x4000 + math.random(0, 0x0fff), 0x8000 + math.random(0, 0x3fff), r16(), r16(), r16())
+end
+
+function init(args)
+  apikey = args[1] or error("usage: -- PUBLISHABLE_KEY")
+  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919 + math.floor(os.clock() * 1000000))
+  for _ = 1, 10 do math.random() end
+end
+
+local function json(path, bearer, body)
+  return wrk.format("POST", path, {
+    ["Content-Type"] = "application/json", ["apikey"] = apikey, ["Authorization"] = "Bearer " .. bearer,
+  }, body)
+end
+
+local function sign_up()
+  return json("/auth/v1/signup", apikey, '{"data":{"device_id":"' .. uuid4() .. '"}}')
+end
+
+function request()
+  local roll = math.random(1, 5)
+  local count = #sessions
+  if count == 0 then return sign_up() end
+  if roll == 1 then
+    if count < 50 or math.random(1, 2) == 1 then return sign_up() end
+    local index = math.random(1, count)
+    local session = sessions[index]
+    sessions[index] = sessions[count]
+    sessions[count] = nil
+    return json("/auth/v1/token?grant_type=refresh_token", apikey, '{"refresh_token":"' .. session.refresh .. '"}')
+  end
+  local session = sessions[math.random(1, count)]
+  local path = roll <= 3 and "/rest/v1/rpc/get_quota" or "/rest/v1/rpc/consume_quota"
+  return json(path, session.access, "{}")
+end
+
+function response(status, headers, body)
+  if status ~= 200 or body == nil then return end
+  local access = body:match('"access_token"%s*:%s*"([^"]+)"')
+  local refresh = body:match('"refresh_token"%s*:%s*"([^"]+)"')
+  if access and refresh then
+    if #sessions >= max_sessions then table.remove(sessions, 1) end
+    sessions[#sessions + 1] = { access = access, refresh = refresh }
+  end
+end
+
+function done(summary, latency, requests)
+  local errors = summary.errors
+  io.write(string.format(
+    "WRK_RESULT requests=%d duration_us=%d non2xx=%d connect=%d read=%d write=%d timeout=%d p50_us=%d p90_us=%d p99_us=%d max_us=%d\n",
+    summary.requests, summary.duration, errors.status, errors.connect, errors.read, errors.write, errors.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
+end
