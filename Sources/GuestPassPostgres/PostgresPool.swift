@@ -58,24 +58,27 @@ public final class PostgresPool: Service, Sendable {
 
     // MARK: Hand-back
 
-    /// Resets the session off the cooperative pool, then returns the connection or closes it.
+    /// Returns the connection or closes it, by psycopg_pool's rule: idle → keep; in a transaction or failed →
+    /// ROLLBACK, then keep if that worked; active/unknown → close. Reading the status is local (no I/O), so the usual
+    /// case, an idle connection, goes back without a hop to the pool's threads; only a ROLLBACK (blocking) takes one.
     private func checkIn(_ connection: PostgresConnection) async {
-        let reusable = (try? await self.threadPool.runIfActive { Self.resetForReuse(connection) }) ?? false
+        connection.stopProtocolTrace()
+        let reusable: Bool
+        switch connection.transactionStatus {
+        case .idle:
+            reusable = true
+        case .inTransaction, .inError:
+            reusable = (try? await self.threadPool.runIfActive { Self.rollBack(connection) }) ?? false
+        case .active, .unknown:
+            reusable = false
+        }
         await self.state.giveBack(connection, reusable: reusable)
     }
 
-    /// psycopg_pool's rule: idle → keep; in a transaction or failed → ROLLBACK; active/unknown → close.
-    private static func resetForReuse(_ connection: PostgresConnection) -> Bool {
-        connection.stopProtocolTrace()
-        switch connection.transactionStatus {
-        case .idle:
-            return true
-        case .inTransaction, .inError:
-            guard (try? connection.execute("ROLLBACK")) != nil else { return false }
-            return connection.transactionStatus == .idle
-        case .active, .unknown:
-            return false
-        }
+    /// Ends a transaction left open or failed; whether the session is idle and reusable afterwards.
+    private static func rollBack(_ connection: PostgresConnection) -> Bool {
+        guard (try? connection.execute("ROLLBACK")) != nil else { return false }
+        return connection.transactionStatus == .idle
     }
 
     // MARK: Lifecycle
