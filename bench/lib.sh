@@ -192,6 +192,7 @@ bench_create_ceiling() {
 }
 
 # ---- profiling (BENCH_PROFILE=1): perf samples the server during the HTTP run; the top symbols are printed after
+# (BENCH_PROFILE_OUT=FILE keeps perf.data for `perf report -i FILE`)
 bench_profile_start() { # bench_profile_start PID
   PROFILE_PID=""
   [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
@@ -203,8 +204,11 @@ bench_profile_stop() {
   [ -n "${PROFILE_PID:-}" ] || return 0
   kill -INT "$PROFILE_PID" 2>/dev/null || true
   wait "$PROFILE_PID" 2>/dev/null || true
-  gp_log "server profile (perf, self time, top 40 symbols):"
-  perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -40 >&2 || true
+  if [ -n "${BENCH_PROFILE_OUT:-}" ]; then cp "$WORK/perf.data" "$BENCH_PROFILE_OUT"; fi
+  gp_log "server profile (perf, self time by library, then the top 40 symbols):"
+  perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -12 >&2 || true
+  perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' |
+    sed 's/  *-  *- *$//' | cut -c1-160 | head -40 >&2 || true
 }
 
 # ---- results

@@ -144,6 +144,28 @@ import Testing
         }
     }
 
+    /// `Authorization`: the scheme in any case, spaces and tabs around the token ignored; another scheme, or the
+    /// scheme alone, carries no token.
+    @Test func authorizationHeaderSpellings() async throws {
+        try await TestService.with { service in
+            let tenant = try await service.createTenant()
+            try await service.withServer { client in
+                let access = try #require(try await client.signUp(tenant).string("access_token"))
+                func profile(_ authorization: String) async throws -> HTTPResponse.Status {
+                    var headers = HTTPFields()
+                    headers[.authorization] = authorization
+                    return try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, headers: headers).status
+                }
+                for spelling in ["Bearer \(access)", "bearer \(access)", "BEARER \(access)", "bEaReR   \(access)\t ", "Bearer \t\(access)"] {
+                    #expect(try await profile(spelling) == .ok, "\(spelling.prefix(12))…")
+                }
+                for refused in ["Basic \(access)", "Bearer", "Bearer    ", "Bearer\(access)", "Token \(access)", "Bearer \(access)x"] {
+                    #expect(try await profile(refused) == .unauthorized, "\(refused.prefix(12))…")
+                }
+            }
+        }
+    }
+
     @Test func tokenOfOneAppIsRefusedWithAnotherAppsKey() async throws {
         try await TestService.with { service in
             let tenant = try await service.createTenant(name: "one")

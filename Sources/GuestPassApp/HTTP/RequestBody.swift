@@ -29,12 +29,17 @@ extension Request {
         }
     }
 
-    /// The credential of `Authorization: Bearer …` (nil without one, or for another scheme).
+    /// The credential of `Authorization: Bearer …` (nil without one, or for another scheme; the scheme's case does
+    /// not matter), without the spaces and tabs around it. Byte work only: this runs on every request.
     var bearerCredential: String? {
-        guard let authorization = self.headers[.authorization], authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return nil
-        }
-        return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        guard let authorization = self.headers[.authorization] else { return nil }
+        let bytes = authorization.utf8
+        guard bytes.count > 7,
+            zip(bytes.prefix(7), "bearer ".utf8).allSatisfy({ byte, expected in
+                (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == expected
+            })
+        else { return nil }
+        return authorization.asciiTrimmed(from: bytes.index(bytes.startIndex, offsetBy: 7))
     }
 
     /// The access token the request carries: the bearer credential, unless it is the API key itself (the SDKs send
@@ -49,10 +54,26 @@ extension Request {
     /// else the socket peer.
     func clientIP(context: AppRequestContext, trustedHeader: String?) -> String {
         if let trustedHeader, let name = HTTPField.Name(trustedHeader), let value = self.headers[name] {
-            if let last = value.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty, last.count <= 64 {
+            let entries = value.utf8.split(separator: UInt8(ascii: ","))
+            if let entry = entries.last, case let last = value.asciiTrimmed(from: entry.startIndex, to: entry.endIndex),
+                !last.isEmpty, last.utf8.count <= 64
+            {
                 return last
             }
         }
         return context.remoteAddress?.ipAddress ?? "unknown"
+    }
+}
+
+extension String {
+    /// The text between `start` and `end` (byte positions of `utf8`) without the ASCII spaces and tabs at either end.
+    func asciiTrimmed(from start: String.Index, to end: String.Index? = nil) -> String {
+        let bytes = self.utf8
+        var lower = start
+        var upper = end ?? bytes.endIndex
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while lower < upper, isBlank(bytes[lower]) { lower = bytes.index(after: lower) }
+        while upper > lower, isBlank(bytes[bytes.index(before: upper)]) { upper = bytes.index(before: upper) }
+        return String(self[lower..<upper])
     }
 }
