@@ -4,33 +4,19 @@
 begin;
 select plan(33);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+\ir lib/fixtures.sql
+\ir lib/roles.sql
 
-insert into public.users (id, app_id, updated_at) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1', '2000-01-01'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1', '2000-01-01'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2', '2000-01-01');
+-- Users updated long ago, so that the trigger's update of A's updated_at shows.
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc(p_updated_at => '2000-01-01');
 
-insert into public.devices (id, app_id, user_id, secret_hash) values
-    ('00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000a2', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a2'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000b1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', encode(sha256('secret b1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000f2',
-     '00000000-0000-4000-8000-00000000000c', encode(sha256('secret c1'), 'hex'));
+-- The login role without a role switch: no access, even with A's valid claims (device A1) set.
+-- (`select from …` discards the result row so it does not clutter the TAP output.)
 
--- The login role without a role switch: no access, even with valid claims set.
--- (`select from set_config(…)` discards the result row so it does not clutter the TAP output.)
-
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"device_id":"00000000-0000-4000-8000-0000000000a1","app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
+select from pg_temp.set_claims(
+    'authenticated', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a',
+    '00000000-0000-4000-8000-0000000000a1'
 );
 set local role guestpass_authenticator;
 select throws_ok('select * from public.users', '42501', null, 'login role without a switch: users is denied');
@@ -56,9 +42,9 @@ select throws_ok('select * from public.users', '42501', null, 'service_role cann
 select throws_ok('select * from public.devices', '42501', null, 'service_role cannot read devices directly');
 reset role;
 
--- authenticated as user A of app X.
+-- authenticated as user A of app X, on device A1.
 
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1');
 select results_eq(
     'select id from public.users',
     array['00000000-0000-4000-8000-00000000000a'::uuid],
@@ -131,12 +117,7 @@ select throws_ok('select * from guestpass.api_keys', '42501', null, 'A cannot re
 
 -- A's user id with another app's claim sees nothing.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f2"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f2');
 select is_empty('select id from public.users', 'A''s sub under app Y''s claim sees no users');
 select is_empty('select id from public.devices', 'A''s sub under app Y''s claim sees no devices');
 
@@ -148,12 +129,7 @@ select is_empty('select id from public.devices', 'authenticated without claims s
 
 -- User C of app Y sees only its own.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000c","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f2"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
 select results_eq(
     'select id from public.users', array['00000000-0000-4000-8000-00000000000c'::uuid], 'C sees only its own users row'
 );

@@ -3,14 +3,14 @@
 begin;
 select plan(11);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-insert into public.users (id, app_id, email) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1', 'a@example.com'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2', null);
-insert into public.devices (app_id, user_id, secret_hash) values
-    ('00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a', encode(sha256('secret'), 'hex'));
+\ir lib/fixtures.sql
+
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_user(
+    '00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1', p_email => 'a@example.com'
+);
+select from pg_temp.make_user('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
+select from pg_temp.make_device(gen_random_uuid(), '00000000-0000-4000-8000-00000000000a', 'secret');
 insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix) values
     ('00000000-0000-4000-8000-0000000000f1', 'publishable', encode(sha256('gp_pub_x'), 'hex'), 'gp_pub_');
 

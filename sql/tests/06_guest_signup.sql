@@ -5,15 +5,15 @@
 begin;
 select plan(46);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
+select from pg_temp.make_apps_xy();
 
 -- create_guest_user as anon in app X.
--- (`select from set_config(…)` discards the result row; `\gset` keeps a result in a psql variable.)
+-- (`select from …` discards the result row; `\gset` keeps a result in a psql variable.)
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 
 select public.create_guest_user('6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e') as a_user \gset
 select isnt(:'a_user'::uuid, null, 'create_guest_user returns a user id');
@@ -34,7 +34,7 @@ select throws_ok(
 );
 select throws_ok('select * from guestpass.sessions', '42501', null, 'anon cannot read sessions');
 
-select from set_config('request.jwt.claims', '{"role":"anon"}', true);
+select from pg_temp.as_anon(null);
 select throws_ok(
     'select public.create_guest_user(''6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e'')',
     '42501', 'no app in the request claims', 'without an app claim create_guest_user is refused'
@@ -42,29 +42,20 @@ select throws_ok(
 
 -- The same device id in app Y is another guest.
 
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select public.create_guest_user('6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e') as y_user \gset
 select isnt(:'y_user'::uuid, :'a_user'::uuid, 'the same device id in another app gives another user');
 reset role;
 
 -- authenticated and service_role may call it too, always in their claims' app.
 
-set local role authenticated;
-select from set_config(
-    'request.jwt.claims',
-    '{"role":"authenticated","sub":"00000000-0000-4000-8000-00000000000b",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b');
 select is(
     public.create_guest_user('6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e'), :'a_user'::uuid,
     'as authenticated: the device''s guest in the claims'' app'
 );
 reset role;
-set local role service_role;
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true
-);
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select is(
     public.create_guest_user('6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e'), :'y_user'::uuid,
     'as service_role: the device''s guest in the claims'' app'
@@ -99,8 +90,7 @@ select results_eq(
 
 -- sign_up_guest as anon in app X: a new device with facts and metadata.
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 
 select * from guestpass_server.sign_up_guest(
     encode(sha256('device d2'), 'hex'),
@@ -183,7 +173,7 @@ select throws_ok(
 
 -- Wrong app or role.
 
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000ff"}', true);
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000ff');
 select throws_ok(
     $$select guestpass_server.sign_up_guest(null, null, null, '203.0.113.7', null, null, null, null, null,
       gen_random_uuid(), encode(sha256('s9/0'), 'hex'))$$,
@@ -196,13 +186,7 @@ select throws_ok(
     '42501', 'no app in the request claims', 'no app claim is refused'
 );
 reset role;
-set local role authenticated;
-select from set_config(
-    'request.jwt.claims',
-    '{"role":"authenticated","sub":"00000000-0000-4000-8000-00000000000b",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b');
 select throws_ok(
     $$select guestpass_server.sign_up_guest(null, null, null, '203.0.113.7', null, null, null, null, null,
       gen_random_uuid(), encode(sha256('s9/0'), 'hex'))$$,
@@ -212,8 +196,7 @@ reset role;
 
 -- The same device hash in app Y is another guest.
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select * from guestpass_server.sign_up_guest(
     encode(sha256('device d2'), 'hex'), null, null, '203.0.113.7', null, null, null, null, null,
     '00000000-0000-4000-8000-0000000005b1', encode(sha256('y1/0'), 'hex')

@@ -6,18 +6,18 @@
 begin;
 select plan(50);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
+select from pg_temp.make_apps_xy();
 insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix, revoked_at) values
     ('00000000-0000-4000-8000-0000000000f1', 'publishable', encode(sha256('gp_pub_x'), 'hex'), 'gp_pub_', null),
     ('00000000-0000-4000-8000-0000000000f1', 'secret', encode(sha256('gp_sec_x'), 'hex'), 'gp_sec_', null),
     ('00000000-0000-4000-8000-0000000000f1', 'publishable', encode(sha256('gp_pub_old'), 'hex'), 'gp_pub_', now());
 
--- Sign-ups as anon in app X. (`select from set_config(…)` discards the result row; `\gset` keeps the result.)
+-- Sign-ups as anon in app X. (`select from …` discards the result row; `\gset` keeps the result.)
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 
 select user_id as g_user, device_id as g_device
 from guestpass_server.sign_up_guest(
@@ -156,14 +156,14 @@ select results_eq(
 
 -- Another app's claims: the session does not exist for them, and nothing changes.
 
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select results_eq(
     $$select status, user_id from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 0,
           encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a2/1'), 'hex'), 10)$$,
     $$values ('session_not_found', null::uuid)$$,
     'a session of app X refreshed with app Y''s claims: session_not_found'
 );
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 select results_eq(
     $$select status, active_counter from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 0,
           encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a2/1'), 'hex'), 0)$$,
@@ -183,7 +183,7 @@ select throws_ok(
           encode(sha256('5a2/1'), 'hex'), encode(sha256('5a2/2'), 'hex'), -1)$$,
     '22023', 'the reuse window must be a non-negative number of seconds', 'a negative reuse window is refused'
 );
-select from set_config('request.jwt.claims', '{"role":"anon"}', true);
+select from pg_temp.as_anon(null);
 select throws_ok(
     $$select guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 1,
           encode(sha256('5a2/1'), 'hex'), encode(sha256('5a2/2'), 'hex'), 10)$$,
@@ -200,13 +200,7 @@ reset role;
 
 -- The caller's profile, as G in session 5a3.
 
-set local role authenticated;
-select from set_config(
-    'request.jwt.claims',
-    format('{"role":"authenticated","sub":"%s","session_id":"00000000-0000-4000-8000-0000000005a3",'
-           '"device_id":"%s","app_id":"00000000-0000-4000-8000-0000000000f1"}', :'g_user', :'g_device'),
-    true
-);
+select from pg_temp.as_user(:'g_user', p_device => :'g_device', p_session => '00000000-0000-4000-8000-0000000005a3');
 select results_eq(
     'select user_id, email, is_anonymous, user_metadata, app_metadata, session_active '
     'from guestpass_server.current_user_profile()',
@@ -255,8 +249,7 @@ select is(
     'another user''s session is untouched'
 );
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 select results_eq(
     $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a3', 0,
           encode(sha256('00000000-0000-4000-8000-0000000005a3/0'), 'hex'), encode(sha256('5a3/1'), 'hex'), 10)$$,
@@ -271,22 +264,13 @@ select from guestpass_server.sign_up_guest(
     '00000000-0000-4000-8000-0000000005b2', encode(sha256('5b2/0'), 'hex')
 );
 reset role;
-set local role authenticated;
-select from set_config(
-    'request.jwt.claims',
-    format('{"role":"authenticated","sub":"%s","session_id":"00000000-0000-4000-8000-0000000005b1",'
-           '"app_id":"00000000-0000-4000-8000-0000000000f1"}', :'h_user'),
-    true
-);
+select from pg_temp.as_user(:'h_user', p_session => '00000000-0000-4000-8000-0000000005b1');
 select is(guestpass_server.sign_out('global'), 2, 'sign-out global revokes every session of the user');
 
 -- H's sub with app Y's claims: no profile, nothing to sign out.
 
-select from set_config(
-    'request.jwt.claims',
-    format('{"role":"authenticated","sub":"%s","session_id":"00000000-0000-4000-8000-0000000005b1",'
-           '"app_id":"00000000-0000-4000-8000-0000000000f2"}', :'h_user'),
-    true
+select from pg_temp.as_user(
+    :'h_user', '00000000-0000-4000-8000-0000000000f2', p_session => '00000000-0000-4000-8000-0000000005b1'
 );
 select is_empty('select * from guestpass_server.current_user_profile()', 'no profile under another app''s claim');
 select is(guestpass_server.sign_out('global'), 0, 'no session to sign out under another app''s claim');

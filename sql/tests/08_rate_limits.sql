@@ -4,26 +4,11 @@
 begin;
 select plan(27);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+\ir lib/errors.sql
 
--- Runs a statement and returns '<sqlstate> <detail>' of its error, or null. Executable by the request roles.
-create function pg_temp.error_of(p_sql text)
-returns text
-language plpgsql
-as $$
-declare
-    v_state text;
-    v_detail text;
-begin
-    execute p_sql;
-    return null;
-exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_detail = pg_exception_detail;
-    return v_state || ' ' || coalesce(v_detail, '');
-end
-$$;
+select from pg_temp.make_apps_xy();
 
 -- The bucket itself (internal functions, called here as the owner): capacity 2, one token a minute.
 
@@ -84,8 +69,7 @@ select is(guestpass.prune_rate_limits('1 hour'), 1::bigint, 'prune deletes bucke
 
 -- Sign-up per IP, as anon in app X: capacity 2, one token a minute.
 
-set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.as_anon();
 
 select lives_ok(
     $$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.1', 2, 1.0 / 60, null, null, null,
@@ -131,7 +115,7 @@ select is(
     'PT429 3600',
     'sign-up 2 in the app, from another IP, is refused by the app limit'
 );
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select lives_ok(
     $$select guestpass_server.sign_up_guest(null, null, null, '198.51.100.2', 5, 1, 1, 1.0 / 3600, null,
       gen_random_uuid(), encode(sha256('app 3'), 'hex'))$$,

@@ -5,9 +5,10 @@
 begin;
 select plan(17);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
+select from pg_temp.make_apps_xy();
 
 set local guestpass.signup_ip_burst = 3;
 set local guestpass.signup_ip_rate_per_hour = 1;
@@ -18,9 +19,8 @@ returns text
 language plpgsql
 as $$
 begin
-    perform set_config('request.jwt.claims', jsonb_build_object('role', 'anon', 'app_id', p_app)::text, true);
     perform set_config('request.client_ip', p_address, true);
-    set local role anon;
+    perform pg_temp.as_anon(p_app);
     perform public.create_guest_user(p_device);
     reset role;
     return 'ok';
@@ -44,9 +44,8 @@ select is(
 );
 
 -- The refusal carries the wait, as sign-up's does.
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
 select from set_config('request.client_ip', '203.0.113.7', true);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok(
     'select public.create_guest_user(gen_random_uuid())', 'PT429', 'rate limit exceeded',
     'create_guest_user raises PT429 ''rate limit exceeded'''
@@ -74,8 +73,7 @@ select is(
 );
 
 -- service_role (the app's backend) is not limited.
-select from set_config('request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true);
-set local role service_role;
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select isnt(public.create_guest_user(gen_random_uuid()), null, 'service_role creates guests past the app''s bucket');
 reset role;
 

@@ -6,6 +6,10 @@
 begin;
 select plan(82);
 
+\ir lib/fixtures.sql
+\ir lib/readings.sql
+\ir lib/roles.sql
+
 -- Structure.
 
 select ok(
@@ -70,42 +74,14 @@ select has_index('public', 'readings', 'readings_app_id_idx', array['app_id'], '
 
 -- Fixtures, as the superuser.
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-
-insert into public.users (id, app_id) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
-
-insert into public.devices (id, app_id, user_id, secret_hash) values
-    ('00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000a2', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a2'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000b1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', encode(sha256('secret b1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000f2',
-     '00000000-0000-4000-8000-00000000000c', encode(sha256('secret c1'), 'hex'));
-
-insert into public.readings (id, app_id, user_id, kind, content, created_at) values
-    ('00000000-0000-4000-8000-0000000a0001', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', 'face', '{"n": 1}', '2024-01-01'),
-    ('00000000-0000-4000-8000-0000000a0002', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', 'palm', '{"n": 2}', '2024-01-02'),
-    ('00000000-0000-4000-8000-0000000b0001', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', 'coffee', '{"n": 3}', '2024-01-03'),
-    ('00000000-0000-4000-8000-0000000c0001', '00000000-0000-4000-8000-0000000000f2',
-     '00000000-0000-4000-8000-00000000000c', 'face', '{"n": 4}', '2024-01-04');
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc();
+select from pg_temp.make_readings_abc();
 
 -- anon (publishable key of app X): the grant wall refuses every command.
--- (`select from set_config(…)` discards the result row so it does not clutter the TAP output.)
+-- (`select from …` discards the result row so it does not clutter the TAP output.)
 
-select from set_config(
-    'request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok('select * from public.readings', '42501', null, 'anon cannot select readings');
 select throws_ok(
     'insert into public.readings (kind) values (''face'')', '42501', null, 'anon cannot insert readings'
@@ -116,14 +92,10 @@ reset role;
 
 -- User A of app X, on device A1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000a1",'
-    '"session_id":"00000000-0000-4000-8000-0000000005a1"}',
-    true
+select from pg_temp.as_user(
+    '00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1',
+    p_session => '00000000-0000-4000-8000-0000000005a1'
 );
-set local role authenticated;
 select results_eq(
     'select id from public.readings order by created_at',
     array['00000000-0000-4000-8000-0000000a0001'::uuid, '00000000-0000-4000-8000-0000000a0002'::uuid],
@@ -211,12 +183,7 @@ select throws_ok('truncate public.readings', '42501', null, 'A cannot truncate r
 -- A's user id under app Y's claim (a token the server never issues): sees nothing, and the composite foreign key
 -- refuses a reading for a user that is not in the claimed app.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f2"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f2');
 select is_empty('select id from public.readings', 'A''s sub under app Y''s claim selects nothing');
 select is_empty(
     'update public.readings set content = ''{}'' returning id', 'A''s sub under app Y''s claim updates nothing'
@@ -257,13 +224,7 @@ select results_eq(
 
 -- User B of app X, on device B1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000b","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000b1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b', p_device => '00000000-0000-4000-8000-0000000000b1');
 select results_eq(
     'select id from public.readings',
     array['00000000-0000-4000-8000-0000000b0001'::uuid],
@@ -290,13 +251,10 @@ reset role;
 
 -- User C of app Y.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000c","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f2","device_id":"00000000-0000-4000-8000-0000000000c1"}',
-    true
+select from pg_temp.as_user(
+    '00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2',
+    p_device => '00000000-0000-4000-8000-0000000000c1'
 );
-set local role authenticated;
 select results_eq(
     'select id from public.readings',
     array['00000000-0000-4000-8000-0000000c0001'::uuid],
@@ -311,10 +269,7 @@ reset role;
 
 -- The backend of app X (service_role, secret key of app X).
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select results_eq(
     'select user_id, kind from public.readings order by created_at',
     $$values ('00000000-0000-4000-8000-00000000000a'::uuid, 'face'),
@@ -373,10 +328,7 @@ reset role;
 
 -- The backend of app Y.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select results_eq(
     'select id from public.readings',
     array['00000000-0000-4000-8000-0000000c0001'::uuid],
@@ -399,7 +351,7 @@ select throws_ok(
 
 -- service_role without an app claim: nothing.
 
-select from set_config('request.jwt.claims', '{"role":"service_role"}', true);
+select from pg_temp.as_service_role(null);
 select is_empty('select id from public.readings', 'service role without an app claim selects nothing');
 select is_empty(
     'update public.readings set content = ''{}'' returning id', 'service role without an app claim updates nothing'

@@ -6,6 +6,9 @@
 begin;
 select plan(62);
 
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
 -- Structure.
 
 select ok(
@@ -62,24 +65,8 @@ select has_index(
 
 -- Fixtures, as the superuser.
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-
-insert into public.users (id, app_id) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
-
-insert into public.devices (id, app_id, user_id, secret_hash) values
-    ('00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000a2', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a2'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000b1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', encode(sha256('secret b1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000f2',
-     '00000000-0000-4000-8000-00000000000c', encode(sha256('secret c1'), 'hex'));
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc();
 
 insert into public.device_logs (id, app_id, user_id, device_id, message, created_at)
 overriding system value
@@ -96,12 +83,9 @@ values
      '00000000-0000-4000-8000-0000000000c1', 'c1 only', '2024-01-05');
 
 -- anon (publishable key of app X): the grant wall refuses every command.
--- (`select from set_config(…)` discards the result row so it does not clutter the TAP output.)
+-- (`select from …` discards the result row so it does not clutter the TAP output.)
 
-select from set_config(
-    'request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok('select * from public.device_logs', '42501', null, 'anon cannot select device logs');
 select throws_ok(
     'insert into public.device_logs (message) values (''x'')', '42501', null, 'anon cannot insert device logs'
@@ -112,14 +96,10 @@ reset role;
 
 -- User A on device A1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000a1",'
-    '"session_id":"00000000-0000-4000-8000-0000000005a1"}',
-    true
+select from pg_temp.as_user(
+    '00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1',
+    p_session => '00000000-0000-4000-8000-0000000005a1'
 );
-set local role authenticated;
 select results_eq(
     'select id from public.device_logs order by id',
     array[101::bigint, 102::bigint],
@@ -190,12 +170,7 @@ select throws_ok('truncate public.device_logs', '42501', null, 'A1 cannot trunca
 
 -- User A on device A2.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000a2"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a2');
 select results_eq(
     'select message from public.device_logs',
     array['a2 only'],
@@ -217,12 +192,7 @@ select throws_ok(
 
 -- User A with no device in its claims (a token from a sign-up without a device).
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a');
 select is_empty('select id from public.device_logs', 'A without a device claim selects no log line');
 select throws_ok(
     'insert into public.device_logs (message) values (''x'')', '42501', null,
@@ -235,12 +205,7 @@ select throws_ok(
 
 -- A's user id with B1's device id (a pairing the server never issues): both must match, so nothing of B1's.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000b1"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000b1');
 select is_empty('select id from public.device_logs', 'A''s sub with B1''s device claim selects nothing');
 select is_empty(
     'delete from public.device_logs returning id', 'A''s sub with B1''s device claim deletes nothing'
@@ -259,13 +224,7 @@ select results_eq(
 
 -- User B on device B1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000b","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000b1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b', p_device => '00000000-0000-4000-8000-0000000000b1');
 select results_eq('select message from public.device_logs', array['b1 only'], 'B1 selects exactly its own log line');
 select is_empty(
     'update public.device_logs set message = ''hijacked'' '
@@ -280,13 +239,10 @@ reset role;
 
 -- User C of app Y on device C1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000c","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f2","device_id":"00000000-0000-4000-8000-0000000000c1"}',
-    true
+select from pg_temp.as_user(
+    '00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2',
+    p_device => '00000000-0000-4000-8000-0000000000c1'
 );
-set local role authenticated;
 select results_eq('select message from public.device_logs', array['c1 only'], 'C1 selects exactly its own log line');
 select is_empty(
     'update public.device_logs set message = ''hijacked'' where app_id = ''00000000-0000-4000-8000-0000000000f1'' '
@@ -297,10 +253,7 @@ reset role;
 
 -- The backend of app X (service_role): reads app X's lines, writes nothing.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select results_eq(
     'select message from public.device_logs order by message',
     array['a1 first', 'a1 new', 'a2 only', 'b1 only'],
@@ -323,17 +276,14 @@ reset role;
 
 -- The backend of app Y.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select results_eq(
     'select message from public.device_logs', array['c1 only'], 'service role Y selects exactly app Y''s log line'
 );
 
 -- service_role without an app claim: nothing.
 
-select from set_config('request.jwt.claims', '{"role":"service_role"}', true);
+select from pg_temp.as_service_role(null);
 select is_empty('select id from public.device_logs', 'service role without an app claim selects nothing');
 reset role;
 

@@ -6,6 +6,11 @@
 begin;
 select plan(58);
 
+\ir lib/fixtures.sql
+\ir lib/readings.sql
+\ir lib/roles.sql
+\ir lib/errors.sql
+
 -- Structure.
 
 select is(
@@ -94,63 +99,18 @@ select results_eq(
     'each example function exists once, with the agreed volatility and result type'
 );
 
--- Fixtures, as the superuser.
+-- Fixtures, as the superuser (user C has no device here).
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-
-insert into public.users (id, app_id) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
-
-insert into public.devices (id, app_id, user_id, secret_hash) values
-    ('00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a1'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000a2', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', encode(sha256('secret a2'), 'hex')),
-    ('00000000-0000-4000-8000-0000000000b1', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', encode(sha256('secret b1'), 'hex'));
-
-insert into public.readings (id, app_id, user_id, kind, content, created_at) values
-    ('00000000-0000-4000-8000-0000000a0001', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', 'face', '{"n": 1}', '2024-01-01'),
-    ('00000000-0000-4000-8000-0000000a0002', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000a', 'palm', '{"n": 2}', '2024-01-02'),
-    ('00000000-0000-4000-8000-0000000b0001', '00000000-0000-4000-8000-0000000000f1',
-     '00000000-0000-4000-8000-00000000000b', 'coffee', '{"n": 3}', '2024-01-03'),
-    ('00000000-0000-4000-8000-0000000c0001', '00000000-0000-4000-8000-0000000000f2',
-     '00000000-0000-4000-8000-00000000000c', 'face', '{"n": 4}', '2024-01-04');
-
--- Returns {sqlstate, message, detail, hint} of the error p_sql raises, or null when it raises none.
-create function pg_temp.error_fields(p_sql text)
-returns text[]
-language plpgsql
-as $$
-declare
-    v_state text;
-    v_message text;
-    v_detail text;
-    v_hint text;
-begin
-    execute p_sql;
-    return null;
-exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_message = message_text, v_detail = pg_exception_detail,
-                            v_hint = pg_exception_hint;
-    return array[v_state, v_message, v_detail, v_hint];
-end
-$$;
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc(array['a1', 'a2', 'b1']);
+select from pg_temp.make_readings_abc();
 
 -- The login role without a role switch executes nothing.
--- (`select from set_config(…)` discards the result row so it does not clutter the TAP output.)
+-- (`select from …` discards the result row so it does not clutter the TAP output.)
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000a1"}',
-    true
+select from pg_temp.set_claims(
+    'authenticated', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a',
+    '00000000-0000-4000-8000-0000000000a1'
 );
 set local role guestpass_authenticator;
 select throws_ok(
@@ -163,7 +123,7 @@ reset role;
 
 -- User A on device A1.
 
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1');
 select results_eq(
     'select id from public.list_readings()',
     array['00000000-0000-4000-8000-0000000a0002'::uuid, '00000000-0000-4000-8000-0000000a0001'::uuid],
@@ -255,12 +215,7 @@ select throws_ok(
 );
 
 -- User A on device A2: A1's lines are not seen.
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000a2"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a2');
 select is_empty('select * from public.list_device_logs()', 'A2: list_device_logs() misses A1''s lines');
 select cmp_ok(public.add_device_log('hello a2'), '>', 0::bigint, 'A2: add_device_log');
 select results_eq(
@@ -268,12 +223,7 @@ select results_eq(
 );
 
 -- User A without a device claim: no device log.
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a');
 select throws_ok(
     'select public.add_device_log(''x'')', '42501', null, 'A without a device claim: add_device_log is 42501'
 );
@@ -285,13 +235,7 @@ reset role;
 
 -- User B on device B1.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000b","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1","device_id":"00000000-0000-4000-8000-0000000000b1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b', p_device => '00000000-0000-4000-8000-0000000000b1');
 select results_eq(
     'select id from public.list_readings()',
     array['00000000-0000-4000-8000-0000000b0001'::uuid],
@@ -326,10 +270,7 @@ select results_eq(
 
 -- anon (publishable key of app X): only fail_with.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok('select public.add_reading(''face'')', '42501', null, 'anon cannot call add_reading');
 select throws_ok('select * from public.list_readings()', '42501', null, 'anon cannot call list_readings');
 select throws_ok('select public.count_readings()', '42501', null, 'anon cannot call count_readings');
@@ -357,10 +298,7 @@ reset role;
 
 -- The backend of app X: list_readings shows app X's readings; nothing else is granted.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select results_eq(
     'select user_id, count(*)::integer from public.list_readings() group by user_id order by user_id',
     $$values ('00000000-0000-4000-8000-00000000000a'::uuid, 4), ('00000000-0000-4000-8000-00000000000b'::uuid, 1)$$,
@@ -372,10 +310,7 @@ reset role;
 
 -- The backend of app Y.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select results_eq(
     'select id from public.list_readings()',
     array['00000000-0000-4000-8000-0000000c0001'::uuid],

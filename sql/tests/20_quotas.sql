@@ -7,6 +7,10 @@
 begin;
 select plan(78);
 
+\ir lib/fixtures.sql
+\ir lib/at.sql
+\ir lib/errors.sql
+
 -- Structure.
 
 select results_eq(
@@ -76,38 +80,19 @@ select col_is_pk(
 
 -- Fixtures, as the superuser.
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-
-insert into public.users (id, app_id, timezone) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
-    ('00000000-0000-4000-8000-0000000000a4', '00000000-0000-4000-8000-0000000000f1', 'Pacific/Kiritimati'),
-    ('00000000-0000-4000-8000-0000000000a5', '00000000-0000-4000-8000-0000000000f1', 'Pacific/Pago_Pago'),
-    ('00000000-0000-4000-8000-0000000000a6', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
-    ('00000000-0000-4000-8000-0000000000a7', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2', 'UTC');
-
--- Returns {sqlstate, message, detail, hint} of the error p_sql raises, or null when it raises none.
-create function pg_temp.error_fields(p_sql text)
-returns text[]
-language plpgsql
-as $$
-declare
-    v_state text;
-    v_message text;
-    v_detail text;
-    v_hint text;
-begin
-    execute p_sql;
-    return null;
-exception when others then
-    get stacked diagnostics v_state = returned_sqlstate, v_message = message_text, v_detail = pg_exception_detail,
-                            v_hint = pg_exception_hint;
-    return array[v_state, v_message, v_detail, v_hint];
-end
-$$;
+-- A, B and C (UTC, no devices); K (a4) and P (a5) in the zones furthest apart; M (a6) and R (a7) in UTC.
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc('{}');
+select from pg_temp.make_user(
+    '00000000-0000-4000-8000-0000000000a4', '00000000-0000-4000-8000-0000000000f1', 'Pacific/Kiritimati'
+);
+select from pg_temp.make_user(
+    '00000000-0000-4000-8000-0000000000a5', '00000000-0000-4000-8000-0000000000f1', 'Pacific/Pago_Pago'
+);
+select from pg_temp.make_users(
+    '00000000-0000-4000-8000-0000000000f1',
+    array['00000000-0000-4000-8000-0000000000a6', '00000000-0000-4000-8000-0000000000a7']::uuid[]
+);
 
 -- The clock.
 
@@ -123,13 +108,7 @@ select is(
 
 -- User A: 3 free, then 2 credits, then PT429.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a');
 
 select is(
     public.get_quota(),
@@ -283,29 +262,17 @@ select is(
 );
 
 -- A user of app Y with a token of app X: not found in the claims' app.
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000c","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f1');
 select throws_ok('select public.consume_quota()', '42501', null, 'C with app X''s app_id is 42501');
 reset role;
 
 -- Other roles.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok('select public.consume_quota()', '42501', null, 'anon cannot call consume_quota');
 select throws_ok('select public.get_quota()', '42501', null, 'anon cannot call get_quota');
 reset role;
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select throws_ok('select public.consume_quota()', '42501', null, 'service_role cannot call consume_quota');
 
 -- Premium: the app's backend makes M premium; M is unmetered but counted.
@@ -315,13 +282,7 @@ select is(
     'service role X makes M premium'
 );
 reset role;
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-0000000000a6","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a6');
 select is(
     array(select public.consume_quota() ->> 'charged' from generate_series(1, 6)),
     array['premium', 'premium', 'premium', 'premium', 'premium', 'premium'],
@@ -343,47 +304,23 @@ select results_eq(
 -- Day boundaries: K in Pacific/Kiritimati (UTC+14, midnight of 2025-03-11 = 2025-03-10 10:00 UTC) and P in
 -- Pacific/Pago_Pago (UTC-11, midnight of 2025-03-10 = 2025-03-10 11:00 UTC). Each uses its 3 free uses first.
 
-create function pg_temp.as_user(p_user uuid)
-returns void
-language sql
-as $$
-    select set_config(
-        'request.jwt.claims',
-        jsonb_build_object('sub', p_user, 'role', 'authenticated', 'app_id', '00000000-0000-4000-8000-0000000000f1')::text,
-        true
-    )
-$$;
-
+-- Three consumes as p_user (each must succeed), then answers the SQLSTATE of a fourth (its JSON if it succeeds).
 create function pg_temp.use_up(p_user uuid)
 returns text
 language plpgsql
 as $$
-declare
-    v text;
 begin
     perform pg_temp.as_user(p_user);
-    set local role authenticated;
     perform public.consume_quota() from generate_series(1, 3);
-    v := (pg_temp.error_fields('select public.consume_quota()'))[1];
     reset role;
-    return v;
+    return pg_temp.at(p_user, null, 'select public.consume_quota()::text');
 end
 $$;
 
 create function pg_temp.free_left(p_user uuid)
 returns integer
-language plpgsql
-as $$
-declare
-    v integer;
-begin
-    perform pg_temp.as_user(p_user);
-    set local role authenticated;
-    v := (public.get_quota() ->> 'quota_remaining')::integer;
-    reset role;
-    return v;
-end
-$$;
+language sql
+as $$ select pg_temp.at(p_user, null, 'select public.get_quota() ->> ''quota_remaining''')::integer $$;
 
 set local guestpass.clock_override = '2025-03-10 09:59:59+00';
 select is(pg_temp.use_up('00000000-0000-4000-8000-0000000000a4'), 'PT429', 'K (23:59:59 local) uses up its day');
@@ -391,7 +328,6 @@ reset role;
 select is(pg_temp.use_up('00000000-0000-4000-8000-0000000000a5'), 'PT429', 'P (22:59:59 local) uses up its day');
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a4');
-set local role authenticated;
 select is(
     pg_temp.error_fields('select public.consume_quota()'),
     array['PT429', 'quota exceeded', '1', 'resets_at=2025-03-10T10:00:00Z'],
@@ -399,7 +335,6 @@ select is(
 );
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a5');
-set local role authenticated;
 select is(
     pg_temp.error_fields('select public.consume_quota()'),
     array['PT429', 'quota exceeded', '3601', 'resets_at=2025-03-10T11:00:00Z'],
@@ -413,11 +348,9 @@ reset role;
 select is(pg_temp.free_left('00000000-0000-4000-8000-0000000000a5'), 0, 'P: at the same instant, still 0');
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a4');
-set local role authenticated;
 select is(public.consume_quota() ->> 'charged', 'free', 'K: consumes from its new day');
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a5');
-set local role authenticated;
 select throws_ok('select public.consume_quota()', 'PT429', 'quota exceeded', 'P: is still refused');
 reset role;
 
@@ -445,7 +378,6 @@ select results_eq(
 -- Time zone validation on write.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b');
-set local role authenticated;
 select is(
     public.set_timezone('Europe/Paris') ->> 'daily_limit', '3', 'B may set an IANA time zone (set_timezone answers the quota)'
 );
@@ -494,7 +426,6 @@ select throws_ok(
 -- The metered example: add_reading charges one unit in the same transaction.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a7');
-set local role authenticated;
 select throws_ok('select public.add_reading(''tarot'')', '23514', null, 'R: an invalid reading is refused');
 select is(public.get_quota() ->> 'quota_remaining', '3', 'R: and charges nothing');
 select lives_ok(

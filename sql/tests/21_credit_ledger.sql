@@ -6,6 +6,9 @@
 begin;
 select plan(46);
 
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
 -- Structure.
 
 select has_table('guestpass', 'credit_ledger', 'guestpass.credit_ledger exists');
@@ -47,13 +50,8 @@ select is(
 
 -- Fixtures, as the superuser.
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-insert into public.users (id, app_id) values
-    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc('{}');
 
 -- apply_credit_change, called as the owner.
 
@@ -127,10 +125,7 @@ select lives_ok(
 
 -- grant_credits and set_premium: service_role of the user's app only.
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select is(
     public.grant_credits('00000000-0000-4000-8000-00000000000b', 10) ->> 'credits_remaining', '14',
     'service role X grants B 10 credits and gets B''s quota back'
@@ -171,23 +166,14 @@ select throws_ok(
 );
 reset role;
 
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f2"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select throws_ok(
     $$select public.grant_credits('00000000-0000-4000-8000-00000000000b', 10)$$, '42501',
     'the user is not a user of this app', 'service role Y cannot grant to B of app X'
 );
 reset role;
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000b","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b');
 select throws_ok(
     $$select public.grant_credits('00000000-0000-4000-8000-00000000000b', 10)$$, '42501', null,
     'a user cannot grant itself credits'
@@ -221,13 +207,7 @@ select throws_ok(
 
 -- A mix of consumes and grants, then the invariants over every user.
 
-select from set_config(
-    'request.jwt.claims',
-    '{"sub":"00000000-0000-4000-8000-00000000000a","role":"authenticated",'
-    '"app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
-);
-set local role authenticated;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a');
 select is(
     array(select public.consume_quota() ->> 'charged' from generate_series(1, 6)),
     array['free', 'free', 'free', 'credit', 'credit', 'credit'],

@@ -7,6 +7,9 @@
 begin;
 select plan(59);
 
+\ir lib/fixtures.sql
+\ir lib/roles.sql
+
 -- Structure.
 
 select has_table('guestpass', 'devicecheck_claims', 'guestpass.devicecheck_claims exists');
@@ -71,19 +74,19 @@ select is(
 
 -- Fixtures, as the superuser.
 
-insert into guestpass.apps (id, name, devicecheck_team_id, devicecheck_key_id, devicecheck_key_path,
-                            devicecheck_environment, devicecheck_base_url) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X', 'TEAM123456', 'KEY1234567', '/etc/guestpass/x.p8',
-     'development', 'http://127.0.0.1:9999');
-insert into guestpass.apps (id, name, welcome_grant_credits) values
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y', 0);
-insert into public.users (id, app_id) values
-    ('00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-0000000000d2', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-0000000000d3', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-0000000000d4', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-0000000000d5', '00000000-0000-4000-8000-0000000000f1'),
-    ('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
+select from pg_temp.make_apps_xy();
+update guestpass.apps
+set devicecheck_team_id = 'TEAM123456', devicecheck_key_id = 'KEY1234567', devicecheck_key_path = '/etc/guestpass/x.p8',
+    devicecheck_environment = 'development', devicecheck_base_url = 'http://127.0.0.1:9999'
+where id = '00000000-0000-4000-8000-0000000000f1';
+update guestpass.apps set welcome_grant_credits = 0 where id = '00000000-0000-4000-8000-0000000000f2';
+select from pg_temp.make_users(
+    '00000000-0000-4000-8000-0000000000f1',
+    array['00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000d2',
+          '00000000-0000-4000-8000-0000000000d3', '00000000-0000-4000-8000-0000000000d4',
+          '00000000-0000-4000-8000-0000000000d5']::uuid[]
+);
+select from pg_temp.make_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
 
 select throws_ok(
     $$update guestpass.apps set devicecheck_environment = 'staging' where name = 'App Y'$$, '23514', null,
@@ -93,18 +96,6 @@ select throws_ok(
     $$update guestpass.apps set welcome_grant_credits = -1 where name = 'App Y'$$, '23514', null,
     'the welcome grant is not negative'
 );
-
--- Switches the claims to user p_user of app X (or p_app); the caller then does set local role authenticated.
-create function pg_temp.as_user(p_user uuid, p_app uuid default '00000000-0000-4000-8000-0000000000f1')
-returns void
-language sql
-as $$
-    select set_config(
-        'request.jwt.claims',
-        jsonb_build_object('sub', p_user, 'role', 'authenticated', 'app_id', p_app)::text,
-        true
-    )
-$$;
 
 -- The token hash of a test token.
 create function pg_temp.h(p_token text)
@@ -120,7 +111,6 @@ grant select, insert on claim_ids to authenticated;
 -- The settings, as the server reads them.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d1');
-set local role authenticated;
 select results_eq(
     'select * from guestpass_server.app_devicecheck_settings()',
     $$values ('TEAM123456', 'KEY1234567', '/etc/guestpass/x.p8', 'development', 'http://127.0.0.1:9999', 10)$$,
@@ -128,7 +118,6 @@ select results_eq(
 );
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
-set local role authenticated;
 select results_eq(
     'select * from guestpass_server.app_devicecheck_settings()',
     $$values (null::text, null::text, null::text, null::text, null::text, 0)$$,
@@ -140,7 +129,6 @@ reset role;
 
 set local guestpass.clock_override = '2025-03-10 12:00:00+00';
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d1');
-set local role authenticated;
 insert into claim_ids select 'c1', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t1')) as b;
 select results_eq(
     'select status, pending_claim_id from guestpass_server.devicecheck_begin(pg_temp.h(''t2''))',
@@ -204,7 +192,6 @@ select results_eq(
 -- Another user presenting U1's token.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d5');
-set local role authenticated;
 select results_eq(
     'select status from guestpass_server.devicecheck_begin(pg_temp.h(''t1''))',
     $$values ('token_reused'::text)$$,
@@ -223,7 +210,6 @@ reset role;
 -- U2: refused (bit0 already set by another install).
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d2');
-set local role authenticated;
 insert into claim_ids select 'c2', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t4')) as b;
 select results_eq(
     'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c2''), ''refused'')',
@@ -253,7 +239,6 @@ select results_eq(
 -- U3: failed (Apple unreachable): the claim ends, its token stays seen, a new token starts a new claim.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d3');
-set local role authenticated;
 insert into claim_ids select 'c3', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t6')) as b;
 select results_eq(
     'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c3''), ''failed'')',
@@ -291,7 +276,6 @@ select is(
 
 set local guestpass.clock_override = '2025-03-10 13:00:00+00';
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d4');
-set local role authenticated;
 insert into claim_ids select 'c4', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t8')) as b;
 reset role;
 set local guestpass.clock_override = '2025-03-10 13:00:29+00';
@@ -352,7 +336,6 @@ select is(
 -- App Y grants 0 credits: granted, no ledger row.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
-set local role authenticated;
 insert into claim_ids select 'e1', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('y1')) as b;
 select results_eq(
     'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''e1''), ''granted'')',
@@ -368,23 +351,18 @@ select is(
 -- Claims of another user and other roles.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000f2');
-set local role authenticated;
 select throws_ok(
     'select * from guestpass_server.devicecheck_begin(pg_temp.h(''t20''))', '42501', null,
     'U1 with app Y''s app_id is not a user there: 42501'
 );
 reset role;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
-set local role anon;
+select from pg_temp.as_anon();
 select throws_ok(
     'select * from guestpass_server.devicecheck_begin(pg_temp.h(''t21''))', '42501', null,
     'anon cannot call devicecheck_begin'
 );
 reset role;
-select from set_config(
-    'request.jwt.claims', '{"role":"service_role","app_id":"00000000-0000-4000-8000-0000000000f1"}', true
-);
-set local role service_role;
+select from pg_temp.as_service_role();
 select throws_ok(
     'select * from guestpass_server.devicecheck_begin(pg_temp.h(''t22''))', '42501', null,
     'service_role cannot call devicecheck_begin'
@@ -394,7 +372,6 @@ reset role;
 -- Only the server changes initial_grant_claimed; tables stay closed.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d5');
-set local role authenticated;
 select throws_ok(
     'update public.users set initial_grant_claimed = true where id = ''00000000-0000-4000-8000-0000000000d5''',
     '42501', null, 'U5 cannot set initial_grant_claimed itself'
@@ -426,7 +403,6 @@ select results_eq(
     'deleting U2 deletes its claim but keeps its token, detached'
 );
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d5');
-set local role authenticated;
 select results_eq(
     'select status from guestpass_server.devicecheck_begin(pg_temp.h(''t4''))',
     $$values ('token_reused'::text)$$,

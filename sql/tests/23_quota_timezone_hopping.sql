@@ -4,12 +4,14 @@
 begin;
 select plan(16);
 
-insert into guestpass.apps (id, name) values ('00000000-0000-4000-8000-0000000000f1', 'App X');
-insert into public.users (id, app_id, timezone) values
-    ('00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000f1', 'UTC'),
-    ('00000000-0000-4000-8000-0000000000d2', '00000000-0000-4000-8000-0000000000f1', 'UTC');
-
+\ir lib/fixtures.sql
 \ir lib/at.sql
+
+select from pg_temp.make_app('00000000-0000-4000-8000-0000000000f1', 'App X');
+select from pg_temp.make_users(
+    '00000000-0000-4000-8000-0000000000f1',
+    array['00000000-0000-4000-8000-0000000000d1', '00000000-0000-4000-8000-0000000000d2']::uuid[], 'UTC'
+);
 
 -- Consumes until refused; answers how many were free.
 create function pg_temp.free_uses(p_user uuid, p_at text)

@@ -5,18 +5,18 @@
 begin;
 select plan(24);
 
-insert into guestpass.apps (id, name) values
-    ('00000000-0000-4000-8000-0000000000f1', 'App X'),
-    ('00000000-0000-4000-8000-0000000000f2', 'App Y');
-insert into public.users (id, app_id)
-select ('00000000-0000-4000-8000-0000000000d' || n)::uuid, '00000000-0000-4000-8000-0000000000f1'
-from generate_series(1, 6) as n;
-insert into public.users (id, app_id) values ('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
+\ir lib/fixtures.sql
+\ir lib/at.sql
+
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users(
+    '00000000-0000-4000-8000-0000000000f1',
+    array(select ('00000000-0000-4000-8000-0000000000d' || n)::uuid from generate_series(1, 6) as n)
+);
+select from pg_temp.make_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
 
 create temporary table claim_ids (name text primary key, id uuid) on commit drop;
 grant select, insert on claim_ids to authenticated;
-
-\ir lib/at.sql
 
 -- Begins a claim of p_user with token p_token at p_at and remembers it as p_name; answers the status.
 create function pg_temp.begin_claim(p_name text, p_user text, p_token text, p_at text)
