@@ -86,6 +86,25 @@ import Testing
         }
     }
 
+    /// A JSON array for an array parameter becomes a PostgreSQL array literal whose quotes and backslashes are
+    /// escaped: every element arrives as sent, null as NULL.
+    @Test func arrayArgumentsArriveAsSent() async throws {
+        try await TestService.with(examples: true) { service in
+            try await service.owner.execute(
+                "CREATE FUNCTION public.test_echo(p_items text[]) RETURNS jsonb LANGUAGE sql AS 'SELECT to_jsonb(p_items)'"
+            )
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.test_echo(text[]) TO authenticated")
+            let tenant = try await service.createTenant()
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                let body = #"{"p_items":["a\"b","c\\d","{x,y}","plain",null,""]}"#
+                let echoed = try await Self.rpc(client, tenant, "test_echo", guest, body)
+                #expect(echoed.status == .ok, "\(echoed.text)")
+                #expect(try JSONValue.parse(echoed.text) == JSONValue.parse(#"["a\"b","c\\d","{x,y}","plain",null,""]"#))
+            }
+        }
+    }
+
     @Test func serviceRoleSeesItsOwnAppOnly() async throws {
         try await TestService.with(examples: true) { service in
             let x = try await service.createTenant(name: "x")

@@ -48,6 +48,7 @@ enum RPCStatement {
                     throw APIError(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
                 default:
                     let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""
+                    guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return "\"" + text + "\"" }
                     return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
                 }
             }
@@ -55,7 +56,10 @@ enum RPCStatement {
         }
     }
 
+    /// `identifier` as a quoted SQL identifier. Runs for every call: an identifier without `"` (all of them, in
+    /// practice) is not searched by Foundation.
     static func quoted(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }
