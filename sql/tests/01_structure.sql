@@ -4,6 +4,8 @@
 begin;
 select plan(30);
 
+\ir lib/catalog.sql
+
 -- Row-level security: enabled and forced on every table in the managed schemas.
 
 select is(
@@ -181,11 +183,7 @@ select is(
         join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
         where n.nspname in ('public', 'auth', 'guestpass')
           and p.prosecdef
-          and exists (
-              select 1
-              from pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) as acl
-              where acl.grantee = 0 and acl.privilege_type = 'EXECUTE'
-          )
+          and pg_temp.public_may_execute(p.oid)
         order by 1
     ),
     '{}'::text[],
@@ -195,13 +193,7 @@ select is(
 -- The internal schema is closed to every app-facing role.
 
 select is(
-    array(
-        select r.rolname::text
-        from pg_catalog.pg_roles as r
-        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
-          and pg_catalog.has_schema_privilege(r.oid, 'guestpass', 'USAGE')
-        order by 1
-    ),
+    pg_temp.schema_users('guestpass'),
     '{}'::text[],
     'no app-facing role has usage on schema guestpass'
 );
@@ -233,13 +225,7 @@ select table_privs_are(
     'authenticated may only select public.users at table level'
 );
 select is(
-    array(
-        select a.attname::text
-        from pg_catalog.pg_attribute as a
-        where a.attrelid = 'public.users'::regclass and a.attnum > 0 and not a.attisdropped
-          and pg_catalog.has_column_privilege('authenticated', a.attrelid, a.attnum, 'UPDATE')
-        order by 1
-    ),
+    pg_temp.updatable_columns('public.users'),
     array['language', 'notification_enabled', 'onboarding_completed'],
     'authenticated may update exactly onboarding_completed, language and notification_enabled (not timezone, which meters)'
 );

@@ -4,6 +4,8 @@
 begin;
 select plan(38);
 
+\ir lib/catalog.sql
+
 -- Tables, keys and what deleting a parent does.
 
 select has_table('guestpass', 'sessions', 'guestpass.sessions exists');
@@ -11,13 +13,7 @@ select has_table('guestpass', 'refresh_tokens', 'guestpass.refresh_tokens exists
 select has_table('guestpass', 'rate_limits', 'guestpass.rate_limits exists');
 
 select is(
-    array(
-        select c.relname::text || '.' || p.polname
-        from pg_catalog.pg_policy as p
-        join pg_catalog.pg_class as c on c.oid = p.polrelid
-        where c.relnamespace = 'guestpass'::regnamespace
-        order by 1
-    ),
+    pg_temp.policies_in('guestpass'),
     '{}'::text[],
     'no policy on any guestpass table: only SECURITY DEFINER functions reach them'
 );
@@ -34,13 +30,7 @@ select fk_ok(
     'guestpass', 'refresh_tokens', 'session_id', 'guestpass', 'sessions', 'id', 'a refresh token belongs to a session'
 );
 select is(
-    array(
-        select conname::text || ' on delete ' || case confdeltype when 'c' then 'cascade' when 'n' then 'set null'
-                                                                  else confdeltype::text end
-        from pg_catalog.pg_constraint
-        where contype = 'f' and conrelid in ('guestpass.sessions'::regclass, 'guestpass.refresh_tokens'::regclass)
-        order by 1
-    ),
+    pg_temp.fk_on_delete(array['guestpass.sessions', 'guestpass.refresh_tokens']::regclass[]),
     array[
         'refresh_tokens_session_id_fkey on delete cascade',
         'sessions_app_id_fkey on delete cascade',
@@ -129,11 +119,7 @@ select is(
         select p.oid::regprocedure::text
         from pg_catalog.pg_proc as p
         where (p.oid in (select fn from gp_functions) or p.pronamespace = 'guestpass_server'::regnamespace)
-          and exists (
-              select 1
-              from pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) as acl
-              where acl.grantee = 0 and acl.privilege_type = 'EXECUTE'
-          )
+          and pg_temp.public_may_execute(p.oid)
         order by 1
     ),
     '{}'::text[],
@@ -235,13 +221,7 @@ select function_privs_are(
 
 select has_schema('guestpass_server', 'schema guestpass_server exists');
 select is(
-    array(
-        select r.rolname::text
-        from pg_catalog.pg_roles as r
-        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
-          and pg_catalog.has_schema_privilege(r.oid, 'guestpass_server', 'USAGE')
-        order by 1
-    ),
+    pg_temp.schema_users('guestpass_server'),
     array['anon', 'authenticated'],
     'exactly anon and authenticated have usage on guestpass_server'
 );

@@ -9,6 +9,7 @@ select plan(82);
 \ir lib/fixtures.sql
 \ir lib/readings.sql
 \ir lib/roles.sql
+\ir lib/catalog.sql
 
 -- Structure.
 
@@ -51,13 +52,7 @@ select table_privs_are(
     'authenticated may select, insert and delete public.readings at table level'
 );
 select is(
-    array(
-        select a.attname::text
-        from pg_catalog.pg_attribute as a
-        where a.attrelid = 'public.readings'::regclass and a.attnum > 0 and not a.attisdropped
-          and pg_catalog.has_column_privilege('authenticated', a.attrelid, a.attnum, 'UPDATE')
-        order by 1
-    ),
+    pg_temp.updatable_columns('public.readings'),
     array['content', 'kind'],
     'authenticated may update exactly kind and content of public.readings'
 );

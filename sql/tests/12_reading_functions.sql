@@ -10,6 +10,7 @@ select plan(58);
 \ir lib/readings.sql
 \ir lib/roles.sql
 \ir lib/errors.sql
+\ir lib/catalog.sql
 
 -- Structure.
 
@@ -35,12 +36,7 @@ select is(
 
 -- Who may execute what. guestpass_authenticator (NOINHERIT) shows that PUBLIC has nothing.
 select results_eq(
-    $$select f.fn, coalesce((
-          select string_agg(r.rolname::text collate "default", ',' order by r.rolname)
-          from pg_catalog.pg_roles as r
-          where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
-            and pg_catalog.has_function_privilege(r.oid, f.fn::regprocedure, 'EXECUTE')
-      ), '') as roles
+    $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
       from unnest(array[
           'public.add_device_log(text,text)', 'public.add_reading(text,jsonb)', 'public.count_readings()',
           'public.delete_reading(uuid)', 'public.fail_with(text)', 'public.get_user_readings(uuid)',
@@ -67,11 +63,7 @@ select is(
         where n.nspname = 'public'
           and p.proname in ('add_reading', 'list_readings', 'count_readings', 'delete_reading', 'get_user_readings',
                             'readings_summary', 'add_device_log', 'list_device_logs', 'fail_with')
-          and exists (
-              select 1
-              from pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) as acl
-              where acl.grantee = 0 and acl.privilege_type = 'EXECUTE'
-          )
+          and pg_temp.public_may_execute(p.oid)
     ),
     '{}'::text[],
     'no example function is executable by PUBLIC'

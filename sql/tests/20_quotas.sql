@@ -10,16 +10,12 @@ select plan(78);
 \ir lib/fixtures.sql
 \ir lib/at.sql
 \ir lib/errors.sql
+\ir lib/catalog.sql
 
 -- Structure.
 
 select results_eq(
-    $$select f.fn, coalesce((
-          select string_agg(r.rolname::text collate "default", ',' order by r.rolname)
-          from pg_catalog.pg_roles as r
-          where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
-            and pg_catalog.has_function_privilege(r.oid, f.fn::regprocedure, 'EXECUTE')
-      ), '') as roles
+    $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
       from unnest(array[
           'guestpass.apply_credit_change(uuid,integer,text,text)', 'guestpass.clock()',
           'guestpass.consume_at(uuid,text,timestamptz)', 'guestpass.grant_credits_admin(uuid,integer,text)',
@@ -43,11 +39,11 @@ select results_eq(
 
 select is(
     array(
-        select format('%s %s %s %s', p.proname, p.provolatile, p.prosecdef, p.proconfig)
-        from pg_catalog.pg_proc as p
-        where p.oid in ('public.get_quota(uuid)'::regprocedure, 'public.consume_quota(uuid,text)'::regprocedure,
-                        'public.grant_credits(uuid,integer,text,text)'::regprocedure,
-                        'public.set_premium(uuid,boolean)'::regprocedure)
+        select pg_temp.proc_traits(f.fn)
+        from unnest(array[
+            'public.get_quota(uuid)', 'public.consume_quota(uuid,text)', 'public.grant_credits(uuid,integer,text,text)',
+            'public.set_premium(uuid,boolean)'
+        ]::regprocedure[]) as f (fn)
         order by 1
     ),
     array[

@@ -8,6 +8,7 @@ select plan(46);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
+\ir lib/catalog.sql
 
 -- Structure.
 
@@ -21,13 +22,8 @@ select fk_ok(
     'a ledger row''s user is in the row''s app (composite foreign key)'
 );
 select is(
-    array(
-        select conname::text || ' on delete ' || case confdeltype when 'c' then 'cascade' else confdeltype::text end
-        from pg_catalog.pg_constraint
-        where contype = 'f'
-          and conrelid in ('guestpass.credit_ledger'::regclass, 'guestpass.daily_usage'::regclass,
-                           'guestpass.consumptions'::regclass)
-        order by 1
+    pg_temp.fk_on_delete(
+        array['guestpass.credit_ledger', 'guestpass.daily_usage', 'guestpass.consumptions']::regclass[]
     ),
     array[
         'consumptions_user_id_fkey on delete cascade',
@@ -37,13 +33,7 @@ select is(
     'deleting a user deletes its ledger, usage and stored answers'
 );
 select is(
-    array(
-        select c.relname::text || '.' || p.polname
-        from pg_catalog.pg_policy as p
-        join pg_catalog.pg_class as c on c.oid = p.polrelid
-        where c.relnamespace = 'guestpass'::regnamespace
-        order by 1
-    ),
+    pg_temp.policies_in('guestpass'),
     '{}'::text[],
     'no policy on any guestpass table (the ledger, usage and claims included)'
 );

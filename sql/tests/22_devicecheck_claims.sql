@@ -9,6 +9,7 @@ select plan(59);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
+\ir lib/catalog.sql
 
 -- Structure.
 
@@ -23,14 +24,7 @@ select ok(
     'at most one pending claim per user (partial unique index)'
 );
 select is(
-    array(
-        select conname::text || ' on delete ' || case confdeltype when 'c' then 'cascade' when 'n' then 'set null'
-                                                                  else confdeltype::text end
-        from pg_catalog.pg_constraint
-        where contype = 'f'
-          and conrelid in ('guestpass.devicecheck_claims'::regclass, 'guestpass.devicecheck_tokens'::regclass)
-        order by 1
-    ),
+    pg_temp.fk_on_delete(array['guestpass.devicecheck_claims', 'guestpass.devicecheck_tokens']::regclass[]),
     array[
         'devicecheck_claims_user_id_fkey on delete cascade',
         'devicecheck_tokens_app_id_fkey on delete cascade',
@@ -40,12 +34,7 @@ select is(
     'claims go with their user; recorded tokens outlive their claim and user and go only with their app'
 );
 select results_eq(
-    $$select f.fn, coalesce((
-          select string_agg(r.rolname::text collate "default", ',' order by r.rolname)
-          from pg_catalog.pg_roles as r
-          where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
-            and pg_catalog.has_function_privilege(r.oid, f.fn::regprocedure, 'EXECUTE')
-      ), '') as roles
+    $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
       from unnest(array[
           'guestpass_server.app_devicecheck_settings()', 'guestpass_server.devicecheck_begin(text)',
           'guestpass_server.devicecheck_finish(uuid,text)'
@@ -58,7 +47,7 @@ select results_eq(
 );
 select is(
     array(
-        select format('%s %s %s %s', p.proname, p.provolatile, p.prosecdef, p.proconfig)
+        select pg_temp.proc_traits(p.oid)
         from pg_catalog.pg_proc as p
         where p.pronamespace = 'guestpass_server'::regnamespace
           and p.proname in ('app_devicecheck_settings', 'devicecheck_begin', 'devicecheck_finish')
