@@ -95,9 +95,7 @@ class App:
 @dataclasses.dataclass
 class Database:
     super_url: str
-    login_url: str
     apps: list[App]
-    key_file: Path
     workdir: Path
     bin: str
     serve_environment: dict[str, str]  # DATABASE_URL and GUESTPASS_JWT_SIGNING_KEY_FILE for `guestpass serve`
@@ -121,9 +119,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
         ]))
         yield Database(
             super_url=stack["owner_url"],
-            login_url=stack["login_url"],
             apps=[App(**app) for app in stack["apps"]],
-            key_file=Path(stack["jwt_signing_key_file"]),
             workdir=workdir,
             bin=binary,
             serve_environment=stack["serve_environment"],

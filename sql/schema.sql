@@ -718,8 +718,7 @@ COMMENT ON FUNCTION guestpass.quota_resets_at(p_timezone text, p_at timestamp wi
 --
 
 CREATE FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with time zone) RETURNS jsonb
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO ''
+    LANGUAGE plpgsql STABLE
     AS $$
 declare
     v_result jsonb;

@@ -43,16 +43,17 @@ struct DevCommand: AsyncParsableCommand {
                 plan.previous = try? JSONDecoder().decode(DevStack.Description.self, from: data)
             }
             let logger = bootstrapLogging(label: "guestpass.dev")
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let stack: DevStack.Description
+            let json: Data
             do {
                 stack = try await DevStack.up(plan, logger: logger)
+                json = try encoder.encode(stack)
+                if let state = self.state { try DevStack.writePrivately(json, to: state) }
             } catch let error as DevStackError {
                 throw ValidationError(error.description)
             }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let json = try encoder.encode(stack)
-            if let state = self.state { try Self.writePrivately(json, to: state) }
             if self.json {
                 print(String(decoding: json, as: UTF8.self))
             } else {
@@ -61,17 +62,6 @@ struct DevCommand: AsyncParsableCommand {
                     print("app \(app.name): \(app.appID)\n  publishable key: \(app.publishableKey)\n  secret key:      \(app.secretKey)")
                 }
                 if let key = stack.jwtSigningKeyFile { print("signing key: \(key)") }
-            }
-        }
-
-        /// Writes `data` to `path` through a temporary file of mode 0600, renamed into place.
-        static func writePrivately(_ data: Data, to path: String) throws {
-            let temporary = path + ".tmp-\(getpid())"
-            guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
-                rename(temporary, path) == 0
-            else {
-                try? FileManager.default.removeItem(atPath: temporary)
-                throw ValidationError("cannot write \(path)")
             }
         }
     }

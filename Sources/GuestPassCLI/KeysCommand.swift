@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestPassCrypto
+import GuestPassDevStack
 
 /// `guestpass keys generate`: a new ES256 signing key as a PKCS#8 PEM file (mode 0600).
 struct KeysCommand: AsyncParsableCommand {
@@ -18,8 +19,10 @@ struct KeysCommand: AsyncParsableCommand {
             }
             let key = try ES256PrivateKey.generate()
             let pem = try key.pkcs8PEMRepresentation
-            guard FileManager.default.createFile(atPath: self.out, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw ValidationError("cannot write \(self.out)")
+            do {
+                try DevStack.writePrivately(Data(pem.utf8), to: self.out)
+            } catch let error as DevStackError {
+                throw ValidationError(error.description)
             }
             print("kid: \(key.publicKey.thumbprint)")
         }

@@ -125,7 +125,7 @@ public enum DevStack {
     /// Drops `database` (terminating its sessions); nothing happens when it does not exist.
     public static func down(database: String, clusterURL: String) async throws {
         try Self.validate(databaseName: database)
-        try await Self.maintenance(clusterURL, "DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)")
+        try await Self.withMaintenance(clusterURL) { try await $0.execute("DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)") }
     }
 
     /// `url` with its database (and user) replaced.
@@ -139,23 +139,26 @@ public enum DevStack {
     // MARK: - Steps
 
     static func validate(databaseName name: String) throws {
-        let allowed = name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }
-        guard !name.isEmpty, name.utf8.count <= 63, allowed, !(name.utf8.first! >= 48 && name.utf8.first! <= 57) else {
+        let bytes = name.utf8
+        let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        let allowed = bytes.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || isDigit($0) || $0 == UInt8(ascii: "_") }
+        guard let first = bytes.first, bytes.count <= 63, allowed, !isDigit(first) else {
             throw DevStackError("database name \(name.debugDescription) must be 1 to 63 of a-z, 0-9 and _, not starting with a digit")
         }
     }
 
+    /// Creates `name` unless it exists, on one maintenance connection.
     private static func createDatabase(_ name: String, template: String?, clusterURL: String) async throws {
-        let exists = try await withShutdown(
-            PostgresPool(configuration: Self.singleConnection(Self.url(clusterURL, database: "postgres"), name: "guestpass-dev"))
-        ) {
-            try await $0.execute("SELECT count(*) FROM pg_catalog.pg_database WHERE datname = $1", [name]).rows[0].decode(Int.self, at: 0) == 1
-        }
-        guard !exists else { return }
-        do {
-            try await Self.maintenance(clusterURL, "CREATE DATABASE \"\(name)\"" + (template.map { " TEMPLATE \"\($0)\"" } ?? ""))
-        } catch let error as PostgresError where error.sqlState == .duplicateDatabase || error.sqlState == .uniqueViolation {
-            // Another run created it in between: the same outcome.
+        try await Self.withMaintenance(clusterURL) { pool in
+            let exists =
+                try await pool.execute("SELECT count(*) FROM pg_catalog.pg_database WHERE datname = $1", [name])
+                .rows[0].decode(Int.self, at: 0) == 1
+            guard !exists else { return }
+            do {
+                try await pool.execute("CREATE DATABASE \"\(name)\"" + (template.map { " TEMPLATE \"\($0)\"" } ?? ""))
+            } catch let error as PostgresError where error.sqlState == .duplicateDatabase || error.sqlState == .uniqueViolation {
+                // Another run created it in between: the same outcome.
+            }
         }
     }
 
@@ -164,7 +167,7 @@ public enum DevStack {
         if let previous = plan.previous, previous.database == plan.database, previous.databaseIdentity == identity {
             for app in previous.apps {
                 guard let id = UUID(uuidString: app.appID),
-                    try await administration.keysAreCurrent(app: id, keys: [app.publishableKey, app.secretKey])
+                    try await administration.keysAreCurrent(app: id, publishableKey: app.publishableKey, secretKey: app.secretKey)
                 else { continue }
                 kept[app.name] = app
             }
@@ -190,14 +193,19 @@ public enum DevStack {
             }
             return
         }
-        let pem = try ES256PrivateKey.generate().pkcs8PEMRepresentation
+        try Self.writePrivately(Data(try ES256PrivateKey.generate().pkcs8PEMRepresentation.utf8), to: path)
+    }
+
+    /// Writes `data` to `path` (mode 0600) through a temporary file renamed into place, so that a reader never sees a
+    /// half-written key or description.
+    public static func writePrivately(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
             throw DevStackError("cannot write \(temporary)")
         }
         guard rename(temporary, path) == 0 else {
             try? FileManager.default.removeItem(atPath: temporary)
-            throw DevStackError("cannot move the new key to \(path)")
+            throw DevStackError("cannot move \(temporary) to \(path)")
         }
     }
 
@@ -208,12 +216,11 @@ public enum DevStack {
         return configuration
     }
 
-    /// Runs a statement on the cluster's `postgres` database (CREATE/DROP DATABASE cannot run in a transaction).
-    private static func maintenance(_ clusterURL: String, _ sql: String) async throws {
-        try await withShutdown(PostgresPool(configuration: Self.singleConnection(Self.url(clusterURL, database: "postgres"), name: "guestpass-dev")))
-        {
-            _ = try await $0.execute(sql)
-        }
+    /// Runs `body` on one connection to the cluster's `postgres` database (CREATE/DROP DATABASE cannot run in a
+    /// transaction, and not in the database they act on).
+    private static func withMaintenance<R: Sendable>(_ clusterURL: String, _ body: (PostgresPool) async throws -> R) async throws -> R {
+        try await withShutdown(
+            PostgresPool(configuration: Self.singleConnection(Self.url(clusterURL, database: "postgres"), name: "guestpass-dev")), body)
     }
 }
 

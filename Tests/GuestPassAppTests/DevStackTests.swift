@@ -37,7 +37,8 @@ import Testing
         try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))) { pool in
             for app in stack.apps {
                 guard
-                    try await Administration(pool: pool).keysAreCurrent(app: UUID(uuidString: app.appID)!, keys: [app.publishableKey, app.secretKey])
+                    try await Administration(pool: pool).keysAreCurrent(
+                        app: UUID(uuidString: app.appID)!, publishableKey: app.publishableKey, secretKey: app.secretKey)
                 else { return false }
             }
             return true

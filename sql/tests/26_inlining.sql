@@ -55,24 +55,32 @@ select set_config('request.jwt.claims', '["00000000-0000-4000-8000-0000000000a1"
 select is(auth.uid(), null, 'claims that are not an object give no user');
 select is(auth.jwt(), null, 'claims that are not an object give no claims');
 
--- The entry points of the quota path keep their plans (plpgsql), and take one SECURITY DEFINER boundary each.
+-- The entry points of the quota path keep their plans (plpgsql) and are the one SECURITY DEFINER boundary of a call:
+-- the internals they call run as their caller, without a SET clause of their own (0021, 0023).
 select is(
     array(
         select p.oid::regprocedure::text
         from pg_catalog.pg_proc as p
         join pg_catalog.pg_language as l on l.oid = p.prolang
-        where p.oid in ('public.get_quota(uuid)'::regprocedure, 'public.consume_quota(uuid, text)'::regprocedure,
-                        'guestpass.quota_state(uuid, timestamptz)'::regprocedure)
+        where p.oid in ('public.get_quota(uuid)'::regprocedure, 'public.consume_quota(uuid, text)'::regprocedure)
           and not (l.lanname = 'plpgsql' and p.prosecdef)
     ),
     '{}'::text[],
-    'get_quota, consume_quota and quota_state are SECURITY DEFINER plpgsql'
+    'get_quota and consume_quota are SECURITY DEFINER plpgsql'
 );
 select is(
-    (select l.lanname::text from pg_catalog.pg_proc as p join pg_catalog.pg_language as l on l.oid = p.prolang
-     where p.oid = 'guestpass.quota_day(uuid, text, timestamptz)'::regprocedure),
-    'plpgsql',
-    'quota_day is plpgsql'
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        join pg_catalog.pg_language as l on l.oid = p.prolang
+        where p.oid in ('guestpass.quota_state(uuid, timestamptz)'::regprocedure,
+                        'guestpass.quota_day(uuid, text, timestamptz)'::regprocedure,
+                        'guestpass.consume_at(uuid, text, timestamptz)'::regprocedure,
+                        'guestpass.require_caller(uuid)'::regprocedure)
+          and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
+    ),
+    '{}'::text[],
+    'quota_state, quota_day, consume_at and require_caller are plpgsql running as their caller, with no SET clause'
 );
 
 select * from finish();

@@ -29,17 +29,17 @@ public struct Administration: Sendable {
         return (appID, publishable, secret)
     }
 
-    /// Whether `app` exists and every one of `keys` is one of its current (unrevoked) API keys: a stack kept from an
-    /// earlier run can be reused only then.
-    public func keysAreCurrent(app: UUID, keys: [String]) async throws -> Bool {
-        var current = 0
-        for key in Set(keys) {
-            current += try await self.pool.execute(
-                "SELECT count(*) FROM guestpass.api_keys WHERE app_id = $1 AND key_hash = $2 AND revoked_at IS NULL",
-                [app, Digest.sha256Hex(key)]
-            ).rows[0].decode(Int.self, at: 0)
-        }
-        return !keys.isEmpty && current == Set(keys).count
+    /// Whether `publishableKey` and `secretKey` are both current (unrevoked) keys of `app`: a stack kept from an
+    /// earlier run can be reused only then. One query.
+    public func keysAreCurrent(app: UUID, publishableKey: String, secretKey: String) async throws -> Bool {
+        try await self.pool.execute(
+            """
+            SELECT count(*) FROM guestpass.api_keys
+            WHERE app_id = $1 AND revoked_at IS NULL
+              AND ((kind = 'publishable' AND key_hash = $2) OR (kind = 'secret' AND key_hash = $3))
+            """,
+            [app, Digest.sha256Hex(publishableKey), Digest.sha256Hex(secretKey)]
+        ).rows[0].decode(Int.self, at: 0) == 2
     }
 
     /// An app's settings; nil leaves one unchanged.
