@@ -1,10 +1,15 @@
-"""Must show 5: two `guestpass serve` processes on one database share the sign-up rate limit."""
+"""Must show 5: two `guestpass serve` processes on one database share the sign-up rate limit; many clients at once
+get exactly the app's burst."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 import pytest
 
-from conftest import api_headers
+from conftest import api_headers, psql
+from support import create_app
 
 BURST = 4
 ATTEMPTS = 10
@@ -61,3 +66,46 @@ def test_two_servers_share_the_signup_limit(rate_limited_servers, app, http):
     # The rightmost X-Forwarded-For entry (the one the trusted proxy appended) is the client.
     spoofed = sign_up(http, rate_limited_servers[1], app, "192.0.2.99, " + ip)
     assert spoofed.status_code == 429
+
+
+APP_BURST = 40
+CLIENTS = 60
+
+
+def test_concurrent_signups_from_many_clients_take_exactly_the_app_burst(start_server, database):
+    """The per-app bucket is spread over shards (0024) so an app's sign-ups do not queue on one row: 60 clients at once,
+    each from its own address, against a burst of 40 (5 shards of 8) get exactly 40 guests and 20 refusals."""
+    server = start_server(
+        "app-burst",
+        GUESTPASS_APP_SIGNUP_BURST=str(APP_BURST),
+        GUESTPASS_APP_SIGNUP_RATE_PER_HOUR="1",
+        GUESTPASS_TRUSTED_PROXY_HEADER="X-Forwarded-For",
+    )
+    app = create_app(database, "app-burst")
+    clients = [httpx.Client(timeout=30) for _ in range(CLIENTS)]
+    try:
+        with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+            responses = list(
+                pool.map(
+                    lambda i: sign_up(clients[i], server, app, f"198.18.{200 + i // 250}.{1 + i % 250}"),
+                    range(CLIENTS),
+                )
+            )
+    finally:
+        for client in clients:
+            client.close()
+
+    statuses = [response.status_code for response in responses]
+    assert statuses.count(200) == APP_BURST, statuses
+    assert statuses.count(429) == CLIENTS - APP_BURST, statuses
+    for response in responses:
+        if response.status_code == 429:
+            assert response.json()["code"] == "over_request_rate_limit"
+            assert int(response.headers["retry-after"]) >= 1
+    guests = psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'")
+    assert int(guests) == APP_BURST
+    shards = psql(
+        database.super_url,
+        f"select count(*) || ' ' || sum(round(tokens)) from guestpass.rate_limits where bucket like 'signup:app:{app.app_id}:%'",
+    )
+    assert shards == "5 0", shards

@@ -267,7 +267,7 @@ $$;
 -- Name: FUNCTION check_credits_balance(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.check_credits_balance() IS 'GuestPass: BEFORE INSERT OR UPDATE OF credits_balance trigger on public.users: a new user has 0 credits, and a new balance must be the balance_after of the user''s newest ledger row (else 23514), so the balance never moves without its ledger row.';
+COMMENT ON FUNCTION guestpass.check_credits_balance() IS 'GuestPass: trigger function of public.users'' users_check_new_credits_balance (BEFORE INSERT, when the balance is not 0) and users_check_credits_balance (BEFORE UPDATE OF credits_balance, when it changes): a new user has 0 credits, and a new balance must be the balance_after of the user''s newest ledger row (else 23514), so the balance never moves without its ledger row.';
 
 --
 -- Name: check_rate_limit_arguments(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -328,7 +328,7 @@ $$;
 -- Name: FUNCTION check_user_timezone(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.check_user_timezone() IS 'GuestPass: BEFORE INSERT OR UPDATE OF timezone trigger on public.users: raises 22023 ''unknown time zone'' unless the new timezone is an IANA name known to PostgreSQL (pg_timezone_names, without the posix/ and right/ copies).';
+COMMENT ON FUNCTION guestpass.check_user_timezone() IS 'GuestPass: trigger function of public.users'' users_check_new_timezone (BEFORE INSERT) and users_check_timezone (BEFORE UPDATE OF timezone, when it changes), which fire only for a time zone other than UTC: raises 22023 ''unknown time zone'' unless the new timezone is an IANA name known to PostgreSQL (pg_timezone_names, without the posix/ and right/ copies).';
 
 --
 -- Name: client_address_key(text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -904,6 +904,85 @@ $$;
 COMMENT ON FUNCTION guestpass.set_updated_at() IS 'GuestPass: BEFORE UPDATE trigger that sets updated_at to the transaction time.';
 
 --
+-- Name: shard_rate_limit(text, integer, double precision, integer, integer, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean) RETURNS double precision
+    LANGUAGE sql
+    AS $$
+    select case
+        when p_take then guestpass.take_rate_limit(
+            p_bucket || ':' || p_shard, p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer,
+            p_refill_per_second / p_shards
+        )
+        else guestpass.peek_rate_limit(
+            p_bucket || ':' || p_shard, p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer,
+            p_refill_per_second / p_shards
+        )
+    end
+$$;
+
+--
+-- Name: FUNCTION shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean) IS 'GuestPass internal: take_rate_limit (p_take) or peek_rate_limit on shard p_shard of p_shards of the sharded bucket p_bucket (guestpass.sharded_rate_limit): row <p_bucket>:<p_shard>, capacity p_capacity / p_shards (one more when p_shard < p_capacity % p_shards), refill p_refill_per_second / p_shards.';
+
+--
+-- Name: sharded_rate_limit(text, integer, double precision, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) RETURNS double precision
+    LANGUAGE plpgsql
+    AS $$
+declare
+    v_shards constant integer := least(16, greatest(1, p_capacity / 8));
+    v_shard integer;
+    v_tokens double precision;
+    v_wait double precision;
+    v_now timestamptz;
+begin
+    perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
+
+    -- Shard k holds p_capacity / K tokens, and one more for the first p_capacity % K shards.
+    v_shard := floor(random() * v_shards)::integer;
+    v_wait := guestpass.shard_rate_limit(p_bucket, p_capacity, p_refill_per_second, v_shards, v_shard, p_take);
+    if v_wait = 0 or v_shards = 1 then
+        return v_wait;
+    end if;
+
+    -- That shard is empty: try the fullest one (a missing row is a full shard).
+    v_now := guestpass.clock();
+    select s.k, s.tokens into v_shard, v_tokens
+    from (
+        select g.k,
+               coalesce(
+                   guestpass.bucket_tokens(
+                       r.tokens, r.updated_at, v_now, p_capacity / v_shards + (g.k < p_capacity % v_shards)::integer,
+                       p_refill_per_second / v_shards
+                   ),
+                   (p_capacity / v_shards + (g.k < p_capacity % v_shards)::integer)::double precision
+               ) as tokens
+        from generate_series(0, v_shards - 1) as g (k)
+        left join guestpass.rate_limits as r on r.bucket = p_bucket || ':' || g.k
+    ) as s
+    order by s.tokens desc, s.k
+    limit 1;
+    if v_tokens >= 1 then
+        return guestpass.shard_rate_limit(p_bucket, p_capacity, p_refill_per_second, v_shards, v_shard, p_take);
+    end if;
+    -- Every shard refills at the same rate: the fullest is the first to hold a token again.
+    return greatest((1 - v_tokens) / (p_refill_per_second / v_shards), 0.001);
+end
+$$;
+
+--
+-- Name: FUNCTION sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) IS 'GuestPass internal: a token bucket of capacity p_capacity refilled at p_refill_per_second that many transactions take from at once, spread over K = least(16, p_capacity / 8) shards (at least 1) so that they do not queue on one row lock until commit: shard k is the guestpass.rate_limits row <p_bucket>:<k>, holding p_capacity / K tokens (one more for the first p_capacity % K shards) refilled at p_refill_per_second / K. Tries one shard at random, then the fullest; with p_take takes a token (take_rate_limit), else only looks (peek_rate_limit). Returns 0, or the seconds until a shard holds a whole token again (at most K / p_refill_per_second). p_capacity takes in a row succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
+
+--
 -- Name: take_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -961,7 +1040,9 @@ begin
     perform guestpass.enforce_rate_limit(
         'signup:ip:' || guestpass.client_address_key(p_client_address), v_ip_burst, v_ip_per_hour / 3600
     );
-    perform guestpass.enforce_rate_limit('signup:app:' || p_app::text, v_app_burst, v_app_per_hour / 3600);
+    perform guestpass.raise_rate_limited(
+        guestpass.sharded_rate_limit('signup:app:' || p_app::text, v_app_burst, v_app_per_hour / 3600, true)
+    );
 end
 $$;
 
@@ -969,7 +1050,7 @@ $$;
 -- Name: FUNCTION take_signup_limits(p_app uuid, p_client_address text); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) IS 'GuestPass internal: takes one token from the sign-up buckets of client p_client_address (signup:ip:<client_address_key>) and of app p_app (signup:app:<app>), or raises PT429 with the seconds to wait. Capacity and hourly rate come from the session settings guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to 30, 30, 1000 and 10000.';
+COMMENT ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) IS 'GuestPass internal: takes one token from the sign-up buckets of client p_client_address (signup:ip:<client_address_key>) and of app p_app (the sharded bucket signup:app:<app>, guestpass.sharded_rate_limit), or raises PT429 with the seconds to wait. Capacity and hourly rate come from the session settings guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to 30, 30, 1000 and 10000.';
 
 --
 -- Name: app_devicecheck_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1482,7 +1563,7 @@ begin
 
     -- Rate limits, before any write. The per-IP bucket is taken now. The per-app bucket, shared by every sign-up
     -- of the app, is only peeked at now (an empty bucket refuses before any write) and taken at the very end, so
-    -- its row stays locked for the commit only instead of the whole sign-up. A null capacity turns a limit off.
+    -- its shard's row stays locked for the commit only instead of the whole sign-up. A null capacity turns a limit off.
     if p_ip_capacity is not null then
         perform guestpass.enforce_rate_limit(
             'signup:ip:' || guestpass.client_address_key(p_client_ip), p_ip_capacity, p_ip_refill_per_second
@@ -1490,7 +1571,7 @@ begin
     end if;
     if p_app_capacity is not null then
         perform guestpass.raise_rate_limited(
-            guestpass.peek_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second)
+            guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, false)
         );
     end if;
 
@@ -1524,7 +1605,9 @@ begin
     values (p_session_id, 0, p_refresh_token_hash);
 
     if p_app_capacity is not null then
-        perform guestpass.enforce_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second);
+        perform guestpass.raise_rate_limited(
+            guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, true)
+        );
     end if;
 
     return query
@@ -1539,7 +1622,7 @@ $$;
 -- Name: FUNCTION sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits before any write: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (a null capacity turns one off; the app bucket is checked first and taken last, to keep its row locked briefly); when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits before any write: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off; the app bucket is checked first and taken last, to keep its row locked briefly); when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
 -- Name: consume_quota(uuid, text); Type: FUNCTION; Schema: public; Owner: -
@@ -2361,13 +2444,49 @@ CREATE INDEX users_app_id_idx ON public.users USING btree (app_id);
 -- Name: users users_check_credits_balance; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER users_check_credits_balance BEFORE INSERT OR UPDATE OF credits_balance ON public.users FOR EACH ROW EXECUTE FUNCTION guestpass.check_credits_balance();
+CREATE TRIGGER users_check_credits_balance BEFORE UPDATE OF credits_balance ON public.users FOR EACH ROW WHEN ((new.credits_balance IS DISTINCT FROM old.credits_balance)) EXECUTE FUNCTION guestpass.check_credits_balance();
+
+--
+-- Name: TRIGGER users_check_credits_balance ON users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER users_check_credits_balance ON public.users IS 'GuestPass: a changed credits_balance must be the balance_after of the user''s newest ledger row (guestpass.check_credits_balance).';
+
+--
+-- Name: users users_check_new_credits_balance; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_check_new_credits_balance BEFORE INSERT ON public.users FOR EACH ROW WHEN ((new.credits_balance <> 0)) EXECUTE FUNCTION guestpass.check_credits_balance();
+
+--
+-- Name: TRIGGER users_check_new_credits_balance ON users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER users_check_new_credits_balance ON public.users IS 'GuestPass: a new user starts with no credits (guestpass.check_credits_balance).';
+
+--
+-- Name: users users_check_new_timezone; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_check_new_timezone BEFORE INSERT ON public.users FOR EACH ROW WHEN ((new.timezone <> 'UTC'::text)) EXECUTE FUNCTION guestpass.check_user_timezone();
+
+--
+-- Name: TRIGGER users_check_new_timezone ON users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER users_check_new_timezone ON public.users IS 'GuestPass: a new user''s time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
 
 --
 -- Name: users users_check_timezone; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER users_check_timezone BEFORE INSERT OR UPDATE OF timezone ON public.users FOR EACH ROW EXECUTE FUNCTION guestpass.check_user_timezone();
+CREATE TRIGGER users_check_timezone BEFORE UPDATE OF timezone ON public.users FOR EACH ROW WHEN (((new.timezone IS DISTINCT FROM old.timezone) AND (new.timezone <> 'UTC'::text))) EXECUTE FUNCTION guestpass.check_user_timezone();
+
+--
+-- Name: TRIGGER users_check_timezone ON users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER users_check_timezone ON public.users IS 'GuestPass: a changed time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
 
 --
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
@@ -2446,13 +2565,6 @@ ALTER TABLE ONLY guestpass.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES guestpass.sessions(id) ON DELETE CASCADE;
 
 --
--- Name: sessions sessions_app_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
---
-
-ALTER TABLE ONLY guestpass.sessions
-    ADD CONSTRAINT sessions_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
-
---
 -- Name: sessions sessions_device_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2465,13 +2577,6 @@ ALTER TABLE ONLY guestpass.sessions
 
 ALTER TABLE ONLY guestpass.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
-
---
--- Name: devices devices_app_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.devices
-    ADD CONSTRAINT devices_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
 
 --
 -- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -2821,6 +2926,18 @@ REVOKE ALL ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) F
 --
 
 REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -

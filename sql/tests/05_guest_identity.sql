@@ -33,11 +33,10 @@ select is(
     pg_temp.fk_on_delete(array['guestpass.sessions', 'guestpass.refresh_tokens']::regclass[]),
     array[
         'refresh_tokens_session_id_fkey on delete cascade',
-        'sessions_app_id_fkey on delete cascade',
         'sessions_device_id_fkey on delete set null',
         'sessions_user_id_fkey on delete cascade'
     ],
-    'deleting an app, user or session deletes its sessions and tokens; deleting a device only detaches it'
+    'deleting a user (and so an app) or a session deletes its sessions and tokens; deleting a device only detaches it'
 );
 select col_is_unique(
     'guestpass', 'refresh_tokens', array['session_id', 'counter'], 'one refresh token per session and counter'

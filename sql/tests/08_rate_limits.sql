@@ -2,7 +2,7 @@
 -- taken when refused) and the sign-up limits per IP and per app, refused with PT429 and the seconds to wait as
 -- detail, writing nothing. Time is moved by setting updated_at back. Fixtures: apps X and Y.
 begin;
-select plan(27);
+select plan(35);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -67,6 +67,43 @@ select throws_ok(
 update guestpass.rate_limits set updated_at = now() - interval '2 hours' where bucket = 'test:b';
 select is(guestpass.prune_rate_limits('1 hour'), 1::bigint, 'prune deletes buckets idle longer than asked');
 
+-- The sharded bucket (the per-app sign-up bucket, 0024): capacity 100 is 12 shards <bucket>:<k> of 9 or 8 tokens, each
+-- refilled at a 12th of the rate (here one token a minute in all, so a shard gains one in 12 minutes).
+
+select is(
+    (select count(*)::int from generate_series(1, 100) where guestpass.sharded_rate_limit('test:s', 100, 1.0 / 60, true) = 0),
+    100, 'a sharded bucket of 100 gives 100 tokens in a row'
+);
+select ok(
+    guestpass.sharded_rate_limit('test:s', 100, 1.0 / 60, true) between 719 and 720,
+    'the 101st is refused: 12 minutes until a shard holds a whole token again'
+);
+select results_eq(
+    $$select count(*)::int, sum(round(tokens))::int from guestpass.rate_limits where bucket like 'test:s:%'$$,
+    $$values (12, 0)$$,
+    'the bucket is 12 rows, all empty'
+);
+select ok(
+    guestpass.sharded_rate_limit('test:s', 100, 1.0 / 60, false) between 719 and 720, 'peek gives the same answer'
+);
+update guestpass.rate_limits set updated_at = updated_at - interval '12 minutes' where bucket like 'test:s:%';
+select is(
+    (select count(*)::int from generate_series(1, 13) where guestpass.sharded_rate_limit('test:s', 100, 1.0 / 60, false) = 0
+       and guestpass.sharded_rate_limit('test:s', 100, 1.0 / 60, true) = 0),
+    12, '12 minutes later each shard holds one token again: 12 takes, the 13th refused'
+);
+select is(
+    guestpass.sharded_rate_limit('test:small', 15, 1, true), 0::double precision, 'capacity 15: a token taken'
+);
+select is(
+    array(select bucket from guestpass.rate_limits where bucket like 'test:small%'), array['test:small:0'],
+    'a capacity below 16 is one shard'
+);
+select throws_ok(
+    $$select guestpass.sharded_rate_limit('test:s', 0, 1, true)$$, '22023', 'rate limit capacity must be at least 1',
+    'the arguments are checked as for one bucket'
+);
+
 -- Sign-up per IP, as anon in app X: capacity 2, one token a minute.
 
 select from pg_temp.as_anon();
@@ -125,8 +162,8 @@ reset role;
 
 select results_eq(
     $$select bucket, round(tokens)::int from guestpass.rate_limits where bucket like 'signup:%' order by bucket$$,
-    $$values ('signup:app:00000000-0000-4000-8000-0000000000f1', 0),
-             ('signup:app:00000000-0000-4000-8000-0000000000f2', 0),
+    $$values ('signup:app:00000000-0000-4000-8000-0000000000f1:0', 0),
+             ('signup:app:00000000-0000-4000-8000-0000000000f2:0', 0),
              ('signup:ip:192.0.2.1', 0),
              ('signup:ip:192.0.2.2', 1),
              ('signup:ip:198.51.100.1', 4),

@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(17);
+select plan(18);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -81,6 +81,17 @@ select is(
     ),
     '{}'::text[],
     'quota_state, quota_day, consume_at and require_caller are plpgsql running as their caller, with no SET clause'
+);
+
+-- The sign-up write path (0024): a new user with no credits and UTC calls no trigger function.
+select is(
+    array(
+        select t.tgname::text from pg_catalog.pg_trigger as t
+        where t.tgrelid = 'public.users'::regclass and not t.tgisinternal and t.tgtype & 4 <> 0 and t.tgqual is null
+        order by 1
+    ),
+    '{}'::text[],
+    'every INSERT trigger on public.users has a WHEN clause'
 );
 
 select * from finish();
