@@ -2,6 +2,7 @@
 -- users, picked at random per request (as bench/consume.sh's pgbench picks one of its per-user scripts).
 --   wrk ... -s bench/consume.lua URL -- PUBLISHABLE_KEY TOKENS_FILE
 -- TOKENS_FILE is a Lua file that returns the list of access tokens: return { "eyJ…", … }
+-- With BENCH_WRK_DELAY_MS set, each connection waits that many milliseconds before each request (a paced load).
 
 local thread_count = 0
 
@@ -29,6 +30,11 @@ function init(args)
   end
   count = #requests
   if count == 0 then error("no tokens in " .. args[2]) end
+end
+
+local pause = tonumber(os.getenv("BENCH_WRK_DELAY_MS") or "")
+if pause then
+  function delay() return pause end
 end
 
 function request()

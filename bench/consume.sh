@@ -26,6 +26,10 @@
 # consumes recorded in the database than answered); a ratio below its target (our SQL ≥ 0.60 × the ceiling, HTTP ≥
 # 0.80 × our SQL) is reported, not an error.
 #
+# Paced: after the peak HTTP run, a second one of the same length in which each connection pauses between requests
+# (BENCH_WRK_DELAY_MS in bench/consume.lua) so the load is about half the peak; its p99 is the latency of a normal
+# load (target: at most 10 ms).
+#
 # The ceiling: pgbench on the minimal SQL of a consume (bench/ceiling.sql: a one-row INSERT … ON CONFLICT DO UPDATE
 # of the user's day counter) framed exactly like ours, same users, same concurrency.
 set -euo pipefail
@@ -118,6 +122,20 @@ HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
 HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
 bench_wrk_result "$WORK/wrk.out"
 RSS2="$(rss_kb)"
+PEAK_REQUESTS="$HTTP_REQUESTS" PEAK_US="$HTTP_US" PEAK_BAD="$HTTP_BAD"
+PEAK_P50_US="$P50_US" PEAK_P90_US="$P90_US" PEAK_P99_US="$P99_US" PEAK_MAX_US="$MAX_US"
+
+# ---- HTTP at half the peak rate: each connection pauses between requests (bench/consume.lua, BENCH_WRK_DELAY_MS) so
+# the load is about half what the server just sustained; the latency that matters at a normal load is this one.
+HALF_DELAY_MS="$(python3 -c "import sys; r, us, c, p50 = map(int, sys.argv[1:]); rate = r / (us / 1e6)
+print(max(1, round(1000 * c / (rate / 2) - p50 / 1000)))" "$PEAK_REQUESTS" "$PEAK_US" "$CONNECTIONS" "$PEAK_P50_US")"
+gp_log "HTTP at half the peak rate: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s, ${HALF_DELAY_MS} ms between a connection's requests"
+BENCH_WRK_DELAY_MS="$HALF_DELAY_MS" timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- \
+  "$PUBLISHABLE_KEY" "$WORK/tokens.lua" >"$WORK/wrk-half.out"
+bench_wrk_result "$WORK/wrk-half.out"
+HALF_REQUESTS="$HTTP_REQUESTS" HALF_US="$HTTP_US" HALF_BAD="$HTTP_BAD" HALF_P50_US="$P50_US" HALF_P99_US="$P99_US"
+HTTP_REQUESTS="$PEAK_REQUESTS" HTTP_US="$PEAK_US" HTTP_BAD="$PEAK_BAD"
+P50_US="$PEAK_P50_US" P90_US="$PEAK_P90_US" P99_US="$PEAK_P99_US" MAX_US="$PEAK_MAX_US"
 sleep 0.5 # requests wrk left in flight at its stop still finish in the server
 C1="$(consumes)"
 
@@ -141,10 +159,13 @@ C2="$(consumes)"
 python3 - "$HTTP_REQUESTS" "$HTTP_US" "$HTTP_BAD" "$P50_US" "$P90_US" "$P99_US" "$MAX_US" \
   "$PG_TPS" "${PG_TX:-0}" "${PG_FAILED:-0}" "${PG_LAT:-?}" "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" \
   "$(nproc)" "$USERS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" \
-  "$C0" "$C1" "$C2" "$RSS0" "$RSS1" "$RSS2" "$CEIL_TPS" "$CEIL_TX" "$CEIL_TICKS" "$SQL_TARGET" <<'PY' >&2
+  "$C0" "$C1" "$C2" "$RSS0" "$RSS1" "$RSS2" "$CEIL_TPS" "$CEIL_TX" "$CEIL_TICKS" "$SQL_TARGET" \
+  "$HALF_REQUESTS" "$HALF_US" "$HALF_BAD" "$HALF_P50_US" "$HALF_P99_US" "$HALF_DELAY_MS" <<'PY' >&2
 import sys
 (req, us, bad, p50, p90, p99, pmax, pg_tps, pg_tx, pg_failed, pg_lat, target, conns, threads, dur, cpus, users,
- ticks, http_srv, http_pg, sql_pg, c0, c1, c2, rss0, rss1, rss2, ceil_tps, ceil_tx, ceil_pg, sql_target) = sys.argv[1:]
+ ticks, http_srv, http_pg, sql_pg, c0, c1, c2, rss0, rss1, rss2, ceil_tps, ceil_tx, ceil_pg, sql_target,
+ half_req, half_us, half_bad, half_p50, half_p99, half_delay) = sys.argv[1:]
+half_rate = int(half_req) / (int(half_us) / 1e6)
 tick_ms = 1000 / int(ticks)
 per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.3f} ms"
 http_rate = int(req) / (int(us) / 1e6)
@@ -159,18 +180,22 @@ print(f"""
   HTTP  consume      {http_rate:10.1f} req/s   POST /rest/v1/rpc/consume_quota, {req} requests, {bad} errors/4xx-5xx
         latency      p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)}
         CPU/request  server {per(http_srv, req)}, postgres {per(http_pg, req)}
+  HTTP  half peak    {half_rate:10.1f} req/s   {half_rate / http_rate:.2f} × the peak ({half_delay} ms pause per connection), {half_bad} errors/4xx-5xx
+        latency      p50 {ms(half_p50)}  p99 {ms(half_p99)}   target p99 <= 10 ms: {"meets the target" if int(half_p99) <= 10000 else "ABOVE the target"}
   SQL   pgbench      {float(pg_tps):10.1f} tx/s    consume_quota() as authenticated, {pg_tx} tx, {pg_failed} failed, avg {pg_lat} ms
         CPU/tx       postgres {per(sql_pg, pg_tx)}
   ceiling pgbench    {float(ceil_tps):10.1f} tx/s    the minimal consume (one-row upsert, bench/ceiling.sql), same frame, {ceil_tx} tx
         CPU/tx       postgres {per(ceil_pg, ceil_tx)}
   ratio SQL/ceiling  {sql_ratio:10.2f}         target >= {sql_target}: {verdict(sql_ratio, sql_target)}
   ratio HTTP/SQL     {ratio:10.2f}         target >= {target}: {verdict(ratio, target)}
-  database           consumes recorded: {int(c1) - int(c0)} during the HTTP run, {int(c2) - int(c1)} during pgbench
+  database           consumes recorded: {int(c1) - int(c0)} during the HTTP runs, {int(c2) - int(c1)} during pgbench
   server RSS         {mb(rss0)} before warm-up, {mb(rss1)} after, {mb(rss2)} after the HTTP run
 ====""")
 PY
+[ "$HALF_BAD" = 0 ] || gp_die "$HALF_BAD HTTP requests at half the peak rate failed or were answered 4xx/5xx"
 [ "$HTTP_BAD" = 0 ] || gp_die "$HTTP_BAD HTTP requests failed or were answered 4xx/5xx: the HTTP rate is not a valid measurement"
 [ "${PG_FAILED:-0}" = 0 ] || gp_die "$PG_FAILED pgbench transactions failed"
 # Every answered request and every transaction must have consumed (a 200 that charged nothing would not count).
-[ $((C1 - C0)) -ge "$HTTP_REQUESTS" ] || gp_die "only $((C1 - C0)) consumes recorded for $HTTP_REQUESTS HTTP answers"
+[ $((C1 - C0)) -ge $((HTTP_REQUESTS + HALF_REQUESTS)) ] ||
+  gp_die "only $((C1 - C0)) consumes recorded for $((HTTP_REQUESTS + HALF_REQUESTS)) HTTP answers"
 [ $((C2 - C1)) -ge "$PG_TX" ] || gp_die "only $((C2 - C1)) consumes recorded for $PG_TX pgbench transactions"

@@ -14,7 +14,7 @@
 # BENCH_THREADS (wrk threads / pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up,
 # default 2, 0 = none), BENCH_CLIENT_IP=vary-ip|fixed-ip (X-Forwarded-For per request: random
 # 10.x.y.z, or none, default vary-ip), BENCH_SKIP_BUILD=1 (use the existing release build),
-# BENCH_KEEP_CLUSTER=1 (keep .pg/bench afterwards). Exit status 1 when a measurement is invalid
+# BENCH_KEEP_CLUSTER=1 (keep .pg/bench afterwards), BENCH_PROFILE=1 (perf samples the server during the HTTP run). Exit status 1 when a measurement is invalid
 # (errors or non-200 answers); a ratio below its target (sign_up_guest ≥ 0.40 × the ceiling, HTTP ≥ 0.80 ×
 # sign_up_guest) is reported, not an error. The ceiling: pgbench on the minimal SQL of a guest (bench/ceiling.sql:
 # one INSERT … ON CONFLICT DO NOTHING of app + device hash), framed exactly like ours, same concurrency.
@@ -52,8 +52,10 @@ fi
 gp_log "HTTP: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency POST /auth/v1/signup"
 SRV0="$(proc_ticks "$SERVER_PID")"
 PG0="$(pg_ticks)"
+bench_profile_start "$SERVER_PID"
 timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- "$PUBLISHABLE_KEY" "$CLIENT_IP" \
   | tee "$WORK/wrk.out" >&2
+bench_profile_stop
 HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
 HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
 bench_wrk_result "$WORK/wrk.out"

@@ -15,6 +15,8 @@ public struct JWTSigner: Sendable {
     public let keyID: String
     /// The `typ` written into every header (`JWT` unless an explicit type was chosen, RFC 8725 §3.11).
     public let type: String
+    /// The header's first segment, encoded once per signer (empty if that failed: `sign` then encodes it itself).
+    private let headerSegment: String
 
     /// A signer for ES256 tokens.
     ///
@@ -26,6 +28,7 @@ public struct JWTSigner: Sendable {
         self.signingKey = .es256(key)
         self.keyID = keyID ?? key.publicKey.thumbprint
         self.type = type
+        self.headerSegment = (try? Self.encodeHeader(algorithm: .es256, type: type, keyID: self.keyID)) ?? ""
     }
 
     /// A signer for HS256 tokens.
@@ -38,6 +41,7 @@ public struct JWTSigner: Sendable {
         self.signingKey = .hs256(key)
         self.keyID = keyID
         self.type = type
+        self.headerSegment = (try? Self.encodeHeader(algorithm: .hs256, type: type, keyID: keyID)) ?? ""
     }
 
     /// The algorithm of the signing key.
@@ -64,10 +68,12 @@ public struct JWTSigner: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .secondsSince1970
-        let header = try encoder.encode(["alg": self.algorithm.rawValue, "typ": self.type, "kid": self.keyID])
         let payload = try encoder.encode(claims)
         guard StrictJSON.isObject(Array(payload)) else { throw JWTError(.invalidClaims) }
-        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(payload)
+        let header =
+            self.headerSegment.isEmpty
+            ? try Self.encodeHeader(algorithm: self.algorithm, type: self.type, keyID: self.keyID) : self.headerSegment
+        let signingInput = header + "." + Base64URL.encode(payload)
         let signature: [UInt8]
         switch self.signingKey {
         case .es256(let key): signature = try key.signature(for: Array(signingInput.utf8)).rawRepresentation
@@ -78,6 +84,13 @@ public struct JWTSigner: Sendable {
 }
 
 extension JWTSigner {
+    /// The base64url JSON header `{"alg":…,"kid":…,"typ":…}`.
+    private static func encodeHeader(algorithm: JWTAlgorithm, type: String, keyID: String) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Base64URL.encode(try encoder.encode(["alg": algorithm.rawValue, "typ": type, "kid": keyID]))
+    }
+
     /// A 32-byte key derived from the signing key's secret material and `label` (HMAC-SHA256), for secrets that must
     /// be shared by every server holding this signing key (e.g. the refresh-token MAC key). It reveals nothing
     /// about the signing key.

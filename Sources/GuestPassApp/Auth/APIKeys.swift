@@ -8,6 +8,18 @@ struct APIKeyGrant: Sendable, Equatable {
     let appID: UUID
     /// `anon` for a publishable key, `service_role` for a secret key.
     let role: DatabaseRole
+    /// The claims of a request made with this key and no token (`{"app_id":…,"role":…}`), encoded once per grant
+    /// instead of once per request.
+    let claimsJSON: String
+    /// The same claims with role `anon`, for the server-side steps run as `anon` (sign-up, refresh).
+    let anonClaimsJSON: String
+
+    init(appID: UUID, role: DatabaseRole) {
+        self.appID = appID
+        self.role = role
+        self.claimsJSON = RequestIdentity.keyClaimsJSON(role, app: appID)
+        self.anonClaimsJSON = role == .anon ? self.claimsJSON : RequestIdentity.keyClaimsJSON(.anon, app: appID)
+    }
 }
 
 /// An API key: `gp_pub_` (publishable) or `gp_sec_` (secret) followed by 64 lowercase hex digits of OpenSSL randomness.

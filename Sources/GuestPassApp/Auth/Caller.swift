@@ -16,12 +16,14 @@ struct Caller: Sendable {
     /// choose them.
     var identity: RequestIdentity {
         if let token { return RequestIdentity(role: .authenticated, claimsJSON: token.claimsJSON, clientAddress: self.clientAddress) }
-        return .apiKey(self.grant.role, app: self.appID, clientAddress: self.clientAddress)
+        return RequestIdentity(role: self.grant.role, claimsJSON: self.grant.claimsJSON, clientAddress: self.clientAddress)
     }
 
     /// The identity of a server-side step run as `anon` for this caller's app (sign-up, refresh), whatever the caller's
     /// own role.
-    var anonIdentity: RequestIdentity { .apiKey(.anon, app: self.appID, clientAddress: self.clientAddress) }
+    var anonIdentity: RequestIdentity {
+        RequestIdentity(role: .anon, claimsJSON: self.grant.anonClaimsJSON, clientAddress: self.clientAddress)
+    }
 }
 
 extension RequestIdentity {
@@ -34,11 +36,15 @@ extension RequestIdentity {
     /// The identity of a request made with an API key only (`{"role": …, "app_id": …}`); `app` nil before the key's app
     /// is known (the key lookup itself).
     static func apiKey(_ role: DatabaseRole, app: UUID?, clientAddress: String = "") -> RequestIdentity {
+        RequestIdentity(role: role, claimsJSON: self.keyClaimsJSON(role, app: app), clientAddress: clientAddress)
+    }
+
+    /// The claims JSON of `apiKey(_:app:)`; `APIKeyGrant` keeps its own so a request does not encode it again.
+    static func keyClaimsJSON(_ role: DatabaseRole, app: UUID?) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let claims = KeyClaims(role: role.rawValue, app_id: app?.lowercasedString)
-        let json = (try? encoder.encode(claims)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"role":"anon"}"#
-        return RequestIdentity(role: role, claimsJSON: json, clientAddress: clientAddress)
+        return (try? encoder.encode(claims)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"role":"anon"}"#
     }
 }
 
