@@ -386,10 +386,10 @@ $$;
 COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock GuestPass functions read (quotas, welcome-grant claims, rate limits, refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults and the updated_at trigger, which may run as a request role, keep now(). Inlinable: one expression, no SET clause.';
 
 --
--- Name: consume_at(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
+-- Name: consume_at(uuid, text, timestamp with time zone, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) RETURNS jsonb
+CREATE FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid DEFAULT NULL::uuid) RETURNS jsonb
     LANGUAGE plpgsql
     AS $$
 declare
@@ -416,9 +416,11 @@ begin
     into v_app, v_timezone, v_premium, v_balance, v_allowance
     from public.users as u
     join guestpass.apps as a on a.id = u.app_id
-    where u.id = p_user
+    where u.id = p_user and (p_app is null or u.app_id = p_app)
     for no key update of u;
-    if not found then
+    if not found and p_app is not null then
+        raise exception 'unknown user' using errcode = '42501';  -- as guestpass.require_caller answers a caller
+    elsif not found then
         raise exception 'unknown user' using errcode = '22023';
     end if;
 
@@ -470,10 +472,10 @@ end
 $$;
 
 --
--- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
+-- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) IS 'GuestPass internal: consumes one unit for user p_user at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit} (guestpass.quota_json plus charged). With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on an unknown user or bad arguments.';
+COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) IS 'GuestPass internal: consumes one unit for user p_user (of app p_app when given) at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit} (guestpass.quota_json plus charged). With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on bad arguments or an unknown user, 42501 on a user unknown in p_app (public.consume_quota passes the caller''s app).';
 
 --
 -- Name: enforce_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1632,8 +1634,17 @@ CREATE FUNCTION public.consume_quota(p_user_id uuid DEFAULT NULL::uuid, p_reques
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+declare
+    v_user uuid := auth.uid();
 begin
-    return guestpass.consume_at(guestpass.require_caller(p_user_id), p_request_id, guestpass.clock());
+    -- guestpass.require_caller's checks; the user's existence in the app is checked by consume_at's lock.
+    if v_user is null then
+        raise exception 'no user in the request claims' using errcode = '42501';
+    end if;
+    if p_user_id is not null and p_user_id <> v_user then
+        raise exception 'p_user_id must be the caller' using errcode = '42501';
+    end if;
+    return guestpass.consume_at(v_user, p_request_id, guestpass.clock(), auth.app_id());
 end
 $$;
 
@@ -2826,10 +2837,10 @@ REVOKE ALL ON FUNCTION guestpass.client_address_key(p_address text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION guestpass.clock() FROM PUBLIC;
 
 --
--- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
+-- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION enforce_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -

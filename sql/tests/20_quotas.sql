@@ -5,7 +5,7 @@
 -- sql/examples (3 readings, the 4th is PT429 and not stored). Fixtures: app X (allowance 3) with users A, B, K
 -- (Kiritimati), P (Pago Pago), M (premium), R (readings); app Y with user C. Needs sql/examples applied.
 begin;
-select plan(78);
+select plan(80);
 
 \ir lib/fixtures.sql
 \ir lib/at.sql
@@ -18,7 +18,7 @@ select results_eq(
     $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
       from unnest(array[
           'guestpass.apply_credit_change(uuid,integer,text,text)', 'guestpass.clock()',
-          'guestpass.consume_at(uuid,text,timestamptz)', 'guestpass.grant_credits_admin(uuid,integer,text)',
+          'guestpass.consume_at(uuid,text,timestamptz,uuid)', 'guestpass.grant_credits_admin(uuid,integer,text)',
           'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid)',
           'public.consume_quota(uuid,text)', 'public.get_quota(uuid)',
           'public.grant_credits(uuid,integer,text,text)', 'public.set_premium(uuid,boolean)'
@@ -26,7 +26,7 @@ select results_eq(
       order by f.fn$$,
     $$values ('guestpass.apply_credit_change(uuid,integer,text,text)', ''),
              ('guestpass.clock()', ''),
-             ('guestpass.consume_at(uuid,text,timestamptz)', ''),
+             ('guestpass.consume_at(uuid,text,timestamptz,uuid)', ''),
              ('guestpass.grant_credits_admin(uuid,integer,text)', ''),
              ('guestpass.quota_state(uuid,timestamptz)', ''),
              ('guestpass.require_caller(uuid)', ''),
@@ -259,8 +259,14 @@ select is(
 
 -- A user of app Y with a token of app X: not found in the claims' app.
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f1');
-select throws_ok('select public.consume_quota()', '42501', null, 'C with app X''s app_id is 42501');
+select throws_ok('select public.consume_quota()', '42501', 'unknown user', 'C with app X''s app_id is 42501');
+select from pg_temp.as_user('00000000-0000-4000-8000-0000000000c9', '00000000-0000-4000-8000-0000000000f1');
+select throws_ok('select public.consume_quota()', '42501', 'unknown user', 'a user that does not exist is 42501');
 reset role;
+select is(
+    (select count(*)::integer from guestpass.daily_usage where user_id = '00000000-0000-4000-8000-00000000000c'),
+    0, 'C was not charged in either app'
+);
 
 -- Other roles.
 

@@ -75,7 +75,7 @@ select is(
         join pg_catalog.pg_language as l on l.oid = p.prolang
         where p.oid in ('guestpass.quota_state(uuid, timestamptz)'::regprocedure,
                         'guestpass.quota_day(uuid, text, timestamptz)'::regprocedure,
-                        'guestpass.consume_at(uuid, text, timestamptz)'::regprocedure,
+                        'guestpass.consume_at(uuid, text, timestamptz, uuid)'::regprocedure,
                         'guestpass.require_caller(uuid)'::regprocedure)
           and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
     ),
