@@ -643,39 +643,33 @@ COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass i
 -- Name: quota_day(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) RETURNS record
-    LANGUAGE plpgsql STABLE
+CREATE FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone) RETURNS TABLE(day date, resets_at timestamp with time zone, free_used integer)
+    LANGUAGE sql STABLE
     AS $$
-declare
-    v_local_day date := pg_catalog.timezone(p_timezone, p_at)::date;
-    v_day date;
-    v_resets_at timestamptz;
-    v_free_used integer;
-begin
-    select d.day, d.resets_at, d.free_used into v_day, v_resets_at, v_free_used
-    from guestpass.daily_usage as d
-    where d.user_id = p_user
-    order by d.day desc
-    limit 1;
-
-    if found and (p_at < v_resets_at or v_local_day <= v_day) then
-        -- The latest day has not ended (or the local date is not past it): it is still the current one.
-        day := v_day;
-        resets_at := case when p_at < v_resets_at then v_resets_at else pg_catalog.timezone(p_timezone, (v_day + 1)::timestamp) end;
-        free_used := v_free_used;
-    else
-        day := v_local_day;
-        resets_at := guestpass.quota_resets_at(p_timezone, p_at);
-        free_used := 0;
-    end if;
-end
+    select case when c.is_current then l.day else t.local_day end,
+           case when not c.is_current then guestpass.quota_resets_at(p_timezone, p_at)
+                when p_at < l.resets_at then l.resets_at
+                else pg_catalog.timezone(p_timezone, (l.day + 1)::timestamp) end,
+           case when c.is_current then l.free_used else 0 end
+    from (select pg_catalog.timezone(p_timezone, p_at)::date as local_day) as t
+    left join lateral (
+        select d.day, d.resets_at, d.free_used
+        from guestpass.daily_usage as d
+        where d.user_id = p_user
+        order by d.day desc
+        limit 1
+    ) as l on true
+    -- The latest day has not ended (or the local date is not past it, after a move west): it is still the current one.
+    cross join lateral (
+        select coalesce(p_at < l.resets_at or t.local_day <= l.day, false) as is_current
+    ) as c
 $$;
 
 --
--- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer); Type: COMMENT; Schema: guestpass; Owner: -
+-- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) IS 'GuestPass internal: the quota day user p_user is in at p_at, with p_timezone the user''s timezone now: the latest daily_usage row while it has not ended (p_at < resets_at) or while the local date is not past it (after a move west; resets_at is then the local midnight after that date), else a new day keyed by the local date that ends at the next local midnight (free_used 0). So a timezone change takes effect from the next day.';
+COMMENT ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone) IS 'GuestPass internal: the quota day user p_user is in at p_at (one row), with p_timezone the user''s timezone now: the latest daily_usage row while it has not ended (p_at < resets_at) or while the local date is not past it (after a move west; resets_at is then the local midnight after that date), else a new day keyed by the local date that ends at the next local midnight (free_used 0). So a timezone change takes effect from the next day. Inlinable where used in FROM: one SQL query, STABLE, no SET clause.';
 
 --
 -- Name: quota_json(integer, integer, integer, boolean, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2879,10 +2873,10 @@ REVOKE ALL ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integ
 REVOKE ALL ON FUNCTION guestpass.prune_rate_limits(p_idle interval) FROM PUBLIC;
 
 --
--- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer); Type: ACL; Schema: guestpass; Owner: -
+-- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone, OUT day date, OUT resets_at timestamp with time zone, OUT free_used integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION quota_json(p_allowance integer, p_free_used integer, p_credits integer, p_premium boolean, p_resets_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -

@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(18);
+select plan(20);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -36,6 +36,14 @@ select doesnt_match(pg_temp.plan_of('select guestpass.iso_utc(now())'), '(auth|g
 select doesnt_match(
     pg_temp.plan_of('select guestpass.quota_json(3, 1, 10, false, now())'), '(auth|guestpass)\.[a-z_]+\(',
     'guestpass.quota_json() is inlined, iso_utc with it'
+);
+select doesnt_match(
+    pg_temp.plan_of($$select * from guestpass.quota_day('00000000-0000-4000-8000-000000000001', 'Europe/Paris', now())$$),
+    '(auth|guestpass)\.[a-z_]+\(|Function Scan', 'guestpass.quota_day() is inlined (0026): a scan of daily_usage, no call'
+);
+select doesnt_match(
+    pg_temp.plan_of($$select q.* from public.users as u cross join lateral guestpass.quota_day(u.id, u.timezone, now()) as q$$),
+    '(auth|guestpass)\.[a-z_]+\(|Function Scan', 'guestpass.quota_day() is inlined as quota_state joins it (lateral, per user)'
 );
 
 -- A policy's (select auth.uid()) is the claim read, nothing more: the plan names current_setting, not auth.
@@ -74,13 +82,12 @@ select is(
         from pg_catalog.pg_proc as p
         join pg_catalog.pg_language as l on l.oid = p.prolang
         where p.oid in ('guestpass.quota_state(uuid, timestamptz)'::regprocedure,
-                        'guestpass.quota_day(uuid, text, timestamptz)'::regprocedure,
                         'guestpass.consume_at(uuid, text, timestamptz, uuid)'::regprocedure,
                         'guestpass.require_caller(uuid)'::regprocedure)
           and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
     ),
     '{}'::text[],
-    'quota_state, quota_day, consume_at and require_caller are plpgsql running as their caller, with no SET clause'
+    'quota_state, consume_at and require_caller are plpgsql running as their caller, with no SET clause'
 );
 
 -- The sign-up write path (0024): a new user with no credits and UTC calls no trigger function.
