@@ -2,8 +2,8 @@ import Foundation
 
 /// Issues compact JWS tokens with one signing key and its `kid`.
 ///
-/// The header is `{"alg":…,"kid":…,"typ":…}`; claims are encoded with `JSONEncoder`, dates as seconds since 1970
-/// (NumericDate, RFC 7519 §2).
+/// The header is `{"alg":…,"kid":…,"typ":…}`; claims are encoded with `CompactJSONEncoder` (keys sorted, dates as
+/// seconds since 1970: NumericDate, RFC 7519 §2).
 public struct JWTSigner: Sendable {
     enum SigningKey: Sendable {
         case es256(ES256PrivateKey)
@@ -65,11 +65,8 @@ public struct JWTSigner: Sendable {
     /// - Throws: `JWTError(.invalidClaims)` if `claims` does not encode to a JSON object; `EncodingError` or
     ///   `OpenSSLError` if encoding or signing fails.
     public func sign<Claims: Encodable>(_ claims: Claims) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .secondsSince1970
-        let payload = try encoder.encode(claims)
-        guard StrictJSON.isObject(Array(payload)) else { throw JWTError(.invalidClaims) }
+        let payload = try CompactJSONEncoder().encode(claims)
+        guard StrictJSON.isObject(payload) else { throw JWTError(.invalidClaims) }
         let header =
             self.headerSegment.isEmpty
             ? try Self.encodeHeader(algorithm: self.algorithm, type: self.type, keyID: self.keyID) : self.headerSegment
@@ -86,9 +83,7 @@ public struct JWTSigner: Sendable {
 extension JWTSigner {
     /// The base64url JSON header `{"alg":…,"kid":…,"typ":…}`.
     private static func encodeHeader(algorithm: JWTAlgorithm, type: String, keyID: String) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Base64URL.encode(try encoder.encode(["alg": algorithm.rawValue, "typ": type, "kid": keyID]))
+        Base64URL.encode(try CompactJSONEncoder().encode(["alg": algorithm.rawValue, "typ": type, "kid": keyID]))
     }
 
     /// A 32-byte key derived from the signing key's secret material and `label` (HMAC-SHA256), for secrets that must

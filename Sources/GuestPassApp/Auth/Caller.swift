@@ -65,6 +65,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
 struct CallerContext: ChildRequestContext {
     var coreContext: CoreRequestContextStorage
     let caller: Caller
+    var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
 
     init(context: AppRequestContext) throws {
         // Only a group without AuthenticationMiddleware gets here without a caller: a programming error.
@@ -79,6 +80,7 @@ struct SignedInContext: ChildRequestContext {
     var coreContext: CoreRequestContextStorage
     let caller: Caller
     let token: VerifiedAccessToken
+    var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
 
     init(context: AppRequestContext) throws {
         guard let caller = context.caller else { throw APIError.unexpected }

@@ -9,6 +9,7 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// Who is calling, on the route groups that authenticate.
     var caller: Caller?
+    public var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
