@@ -807,10 +807,10 @@ $$;
 COMMENT ON FUNCTION guestpass.require_app_user(p_user_id uuid) IS 'GuestPass internal: p_user_id when it is a user of the claims'' app; else raises 42501.';
 
 --
--- Name: require_caller(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+-- Name: require_caller(uuid, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.require_caller(p_user_id uuid) RETURNS uuid
+CREATE FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean DEFAULT true) RETURNS uuid
     LANGUAGE plpgsql STABLE
     AS $$
 declare
@@ -822,7 +822,9 @@ begin
     if p_user_id is not null and p_user_id <> v_user then
         raise exception 'p_user_id must be the caller' using errcode = '42501';
     end if;
-    if not exists (select 1 from public.users as u where u.id = v_user and u.app_id = auth.app_id()) then
+    if p_must_exist and not exists (
+        select 1 from public.users as u where u.id = v_user and u.app_id = auth.app_id()
+    ) then
         raise exception 'unknown user' using errcode = '42501';
     end if;
     return v_user;
@@ -830,10 +832,10 @@ end
 $$;
 
 --
--- Name: FUNCTION require_caller(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
+-- Name: FUNCTION require_caller(p_user_id uuid, p_must_exist boolean); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and the user exists in the claims'' app; else raises 42501. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
+COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and, unless p_must_exist is false, the user exists in the claims'' app; else raises 42501. public.consume_quota passes false and lets guestpass.consume_at''s row lock check the user. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
 -- Name: require_hex_sha256(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1628,17 +1630,8 @@ CREATE FUNCTION public.consume_quota(p_user_id uuid DEFAULT NULL::uuid, p_reques
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-declare
-    v_user uuid := auth.uid();
 begin
-    -- guestpass.require_caller's checks; the user's existence in the app is checked by consume_at's lock.
-    if v_user is null then
-        raise exception 'no user in the request claims' using errcode = '42501';
-    end if;
-    if p_user_id is not null and p_user_id <> v_user then
-        raise exception 'p_user_id must be the caller' using errcode = '42501';
-    end if;
-    return guestpass.consume_at(v_user, p_request_id, guestpass.clock(), auth.app_id());
+    return guestpass.consume_at(guestpass.require_caller(p_user_id, false), p_request_id, guestpass.clock(), auth.app_id());
 end
 $$;
 
@@ -2915,10 +2908,10 @@ REVOKE ALL ON FUNCTION guestpass.require_app() FROM PUBLIC;
 REVOKE ALL ON FUNCTION guestpass.require_app_user(p_user_id uuid) FROM PUBLIC;
 
 --
--- Name: FUNCTION require_caller(p_user_id uuid); Type: ACL; Schema: guestpass; Owner: -
+-- Name: FUNCTION require_caller(p_user_id uuid, p_must_exist boolean); Type: ACL; Schema: guestpass; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass.require_caller(p_user_id uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION require_hex_sha256(p_value text, p_name text); Type: ACL; Schema: guestpass; Owner: -

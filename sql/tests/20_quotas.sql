@@ -19,7 +19,7 @@ select results_eq(
       from unnest(array[
           'guestpass.apply_credit_change(uuid,integer,text,text)', 'guestpass.clock()',
           'guestpass.consume_at(uuid,text,timestamptz,uuid)', 'guestpass.grant_credits_admin(uuid,integer,text)',
-          'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid)',
+          'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid,boolean)',
           'public.consume_quota(uuid,text)', 'public.get_quota(uuid)',
           'public.grant_credits(uuid,integer,text,text)', 'public.set_premium(uuid,boolean)'
       ]) as f (fn)
@@ -29,7 +29,7 @@ select results_eq(
              ('guestpass.consume_at(uuid,text,timestamptz,uuid)', ''),
              ('guestpass.grant_credits_admin(uuid,integer,text)', ''),
              ('guestpass.quota_state(uuid,timestamptz)', ''),
-             ('guestpass.require_caller(uuid)', ''),
+             ('guestpass.require_caller(uuid,boolean)', ''),
              ('public.consume_quota(uuid,text)', 'authenticated'),
              ('public.get_quota(uuid)', 'authenticated'),
              ('public.grant_credits(uuid,integer,text,text)', 'service_role'),

@@ -83,7 +83,7 @@ select is(
         join pg_catalog.pg_language as l on l.oid = p.prolang
         where p.oid in ('guestpass.quota_state(uuid, timestamptz)'::regprocedure,
                         'guestpass.consume_at(uuid, text, timestamptz, uuid)'::regprocedure,
-                        'guestpass.require_caller(uuid)'::regprocedure)
+                        'guestpass.require_caller(uuid, boolean)'::regprocedure)
           and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
     ),
     '{}'::text[],
