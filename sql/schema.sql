@@ -233,6 +233,26 @@ $$;
 COMMENT ON FUNCTION guestpass.bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision) IS 'GuestPass internal: the tokens a bucket holds at p_now, having held p_tokens at p_updated_at and refilled at p_refill_per_second since, up to p_capacity (time running backwards refills nothing). Inlinable: no SET clause.';
 
 --
+-- Name: caller_id(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.caller_id(p_user_id uuid) RETURNS uuid
+    LANGUAGE sql
+    AS $$
+    select case
+        when auth.uid() is null then guestpass.refuse_caller('no user in the request claims')
+        when p_user_id is not null and p_user_id <> auth.uid() then guestpass.refuse_caller('p_user_id must be the caller')
+        else auth.uid()
+    end
+$$;
+
+--
+-- Name: FUNCTION caller_id(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.caller_id(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it; else raises 42501 (guestpass.refuse_caller). Does not check that the user exists (guestpass.require_caller does). Inlinable: one expression, no SET clause.';
+
+--
 -- Name: check_credits_balance(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -758,6 +778,24 @@ $$;
 COMMENT ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) IS 'GuestPass internal: raises PT429 ''rate limit exceeded'' with the whole seconds to wait (rounded up) as detail when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server turns it into HTTP 429 with Retry-After.';
 
 --
+-- Name: refuse_caller(text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.refuse_caller(p_message text) RETURNS uuid
+    LANGUAGE plpgsql
+    AS $$
+begin
+    raise exception '%', p_message using errcode = '42501';
+end
+$$;
+
+--
+-- Name: FUNCTION refuse_caller(p_message text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.refuse_caller(p_message text) IS 'GuestPass internal: raises 42501 with message p_message (the refusing branch of guestpass.caller_id). Returns uuid only so that it can stand in a CASE branch of a uuid.';
+
+--
 -- Name: require_app(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -807,24 +845,16 @@ $$;
 COMMENT ON FUNCTION guestpass.require_app_user(p_user_id uuid) IS 'GuestPass internal: p_user_id when it is a user of the claims'' app; else raises 42501.';
 
 --
--- Name: require_caller(uuid, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+-- Name: require_caller(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean DEFAULT true) RETURNS uuid
+CREATE FUNCTION guestpass.require_caller(p_user_id uuid) RETURNS uuid
     LANGUAGE plpgsql STABLE
     AS $$
 declare
-    v_user uuid := auth.uid();
+    v_user uuid := guestpass.caller_id(p_user_id);
 begin
-    if v_user is null then
-        raise exception 'no user in the request claims' using errcode = '42501';
-    end if;
-    if p_user_id is not null and p_user_id <> v_user then
-        raise exception 'p_user_id must be the caller' using errcode = '42501';
-    end if;
-    if p_must_exist and not exists (
-        select 1 from public.users as u where u.id = v_user and u.app_id = auth.app_id()
-    ) then
+    if not exists (select 1 from public.users as u where u.id = v_user and u.app_id = auth.app_id()) then
         raise exception 'unknown user' using errcode = '42501';
     end if;
     return v_user;
@@ -832,10 +862,10 @@ end
 $$;
 
 --
--- Name: FUNCTION require_caller(p_user_id uuid, p_must_exist boolean); Type: COMMENT; Schema: guestpass; Owner: -
+-- Name: FUNCTION require_caller(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it and, unless p_must_exist is false, the user exists in the claims'' app; else raises 42501. public.consume_quota passes false and lets guestpass.consume_at''s row lock check the user. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
+COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (guestpass.caller_id) when the user exists in the claims'' app; else raises 42501. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
 -- Name: require_hex_sha256(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1631,7 +1661,8 @@ CREATE FUNCTION public.consume_quota(p_user_id uuid DEFAULT NULL::uuid, p_reques
     SET search_path TO ''
     AS $$
 begin
-    return guestpass.consume_at(guestpass.require_caller(p_user_id, false), p_request_id, guestpass.clock(), auth.app_id());
+    -- The user's existence in the claims' app is checked by consume_at's row lock (42501 'unknown user').
+    return guestpass.consume_at(guestpass.caller_id(p_user_id), p_request_id, guestpass.clock(), auth.app_id());
 end
 $$;
 
@@ -2794,6 +2825,12 @@ REVOKE ALL ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integ
 REVOKE ALL ON FUNCTION guestpass.bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION caller_id(p_user_id uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.caller_id(p_user_id uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION check_credits_balance(); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -2896,6 +2933,12 @@ REVOKE ALL ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with ti
 REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION refuse_caller(p_message text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.refuse_caller(p_message text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION require_app(); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -2908,10 +2951,10 @@ REVOKE ALL ON FUNCTION guestpass.require_app() FROM PUBLIC;
 REVOKE ALL ON FUNCTION guestpass.require_app_user(p_user_id uuid) FROM PUBLIC;
 
 --
--- Name: FUNCTION require_caller(p_user_id uuid, p_must_exist boolean); Type: ACL; Schema: guestpass; Owner: -
+-- Name: FUNCTION require_caller(p_user_id uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass.require_caller(p_user_id uuid, p_must_exist boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION guestpass.require_caller(p_user_id uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION require_hex_sha256(p_value text, p_name text); Type: ACL; Schema: guestpass; Owner: -

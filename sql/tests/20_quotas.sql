@@ -5,7 +5,7 @@
 -- sql/examples (3 readings, the 4th is PT429 and not stored). Fixtures: app X (allowance 3) with users A, B, K
 -- (Kiritimati), P (Pago Pago), M (premium), R (readings); app Y with user C. Needs sql/examples applied.
 begin;
-select plan(80);
+select plan(82);
 
 \ir lib/fixtures.sql
 \ir lib/at.sql
@@ -19,7 +19,7 @@ select results_eq(
       from unnest(array[
           'guestpass.apply_credit_change(uuid,integer,text,text)', 'guestpass.clock()',
           'guestpass.consume_at(uuid,text,timestamptz,uuid)', 'guestpass.grant_credits_admin(uuid,integer,text)',
-          'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid,boolean)',
+          'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid)',
           'public.consume_quota(uuid,text)', 'public.get_quota(uuid)',
           'public.grant_credits(uuid,integer,text,text)', 'public.set_premium(uuid,boolean)'
       ]) as f (fn)
@@ -29,7 +29,7 @@ select results_eq(
              ('guestpass.consume_at(uuid,text,timestamptz,uuid)', ''),
              ('guestpass.grant_credits_admin(uuid,integer,text)', ''),
              ('guestpass.quota_state(uuid,timestamptz)', ''),
-             ('guestpass.require_caller(uuid,boolean)', ''),
+             ('guestpass.require_caller(uuid)', ''),
              ('public.consume_quota(uuid,text)', 'authenticated'),
              ('public.get_quota(uuid)', 'authenticated'),
              ('public.grant_credits(uuid,integer,text,text)', 'service_role'),
@@ -250,6 +250,13 @@ select throws_ok(
 select throws_ok(
     'select public.get_quota(''00000000-0000-4000-8000-00000000000c'')', '42501', null,
     'A: get_quota(C of app Y) is 42501'
+);
+select set_config('request.jwt.claims', '{"role":"authenticated","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select throws_ok(
+    'select public.consume_quota()', '42501', 'no user in the request claims', 'claims without sub: consume_quota is 42501'
+);
+select throws_ok(
+    'select public.get_quota()', '42501', 'no user in the request claims', 'claims without sub: get_quota is 42501'
 );
 reset role;
 select is(

@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(20);
+select plan(21);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -36,6 +36,10 @@ select doesnt_match(pg_temp.plan_of('select guestpass.iso_utc(now())'), '(auth|g
 select doesnt_match(
     pg_temp.plan_of('select guestpass.quota_json(3, 1, 10, false, now())'), '(auth|guestpass)\.[a-z_]+\(',
     'guestpass.quota_json() is inlined, iso_utc with it'
+);
+select doesnt_match(
+    pg_temp.plan_of('select guestpass.caller_id(null)'), 'guestpass\.caller_id\(',
+    'guestpass.caller_id() is inlined (0028): consume_quota makes no call for the claim checks'
 );
 select doesnt_match(
     pg_temp.plan_of($$select * from guestpass.quota_day('00000000-0000-4000-8000-000000000001', 'Europe/Paris', now())$$),
@@ -83,7 +87,7 @@ select is(
         join pg_catalog.pg_language as l on l.oid = p.prolang
         where p.oid in ('guestpass.quota_state(uuid, timestamptz)'::regprocedure,
                         'guestpass.consume_at(uuid, text, timestamptz, uuid)'::regprocedure,
-                        'guestpass.require_caller(uuid, boolean)'::regprocedure)
+                        'guestpass.require_caller(uuid)'::regprocedure)
           and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
     ),
     '{}'::text[],
