@@ -22,7 +22,9 @@
 # one, keeping the counter in a pgbench variable (\gset from the call's active_counter). The SQL side thus computes
 # two SHA-256s in SQL that the server computes in Swift, and nothing else that the server does not do.
 #
-# Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk threads /
+# Environment: BENCH_DURATION (seconds of each kind of run, default 10), BENCH_ROUNDS (default 2: HTTP and SQL alternate
+# in that many rounds of BENCH_DURATION / BENCH_ROUNDS seconds, each HTTP round with sessions of its own),
+# BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk threads /
 # pgbench jobs, default 2), BENCH_WARMUP (seconds of HTTP warm-up, default 2, 0 = none), BENCH_SKIP_BUILD=1 (use the
 # existing release build), BENCH_KEEP_CLUSTER=1 (keep .pg/bench-refresh afterwards). Exit status 1 when a
 # measurement is invalid (errors, non-200 answers, or fewer rotations in the database than answers or transactions);
@@ -35,6 +37,9 @@ set -euo pipefail
 bench_read_settings
 TARGET=0.70 # HTTP / our SQL
 SESSIONS=$((4 * CONNECTIONS))
+ROUNDS="${BENCH_ROUNDS:-2}"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le "$DURATION" ] || gp_die "BENCH_ROUNDS must be in 1...BENCH_DURATION"
+ROUND_SECONDS=$((DURATION / ROUNDS))
 REUSE_WINDOW=10 # the server's default GUESTPASS_REFRESH_REUSE_WINDOW, passed as is to the SQL side
 
 bench_prepare_tools wrk curl
@@ -45,10 +50,10 @@ bench_create_database
 bench_start_server
 
 # ---- sessions: sign up over HTTP; refresh tokens for the measured run and for the warm-up, session ids for pgbench
-gp_log "signing up $((2 * SESSIONS + CONNECTIONS)) guests"
-timeout -k 5 120 python3 - "$URL" "$PUBLISHABLE_KEY" "$SESSIONS" "$CONNECTIONS" "$WORK" <<'PY' ||
+gp_log "signing up $(((ROUNDS + 1) * SESSIONS + CONNECTIONS)) guests"
+timeout -k 5 120 python3 - "$URL" "$PUBLISHABLE_KEY" "$SESSIONS" "$CONNECTIONS" "$WORK" "$ROUNDS" <<'PY' ||
 import json, sys, urllib.request, uuid
-url, apikey, sessions, clients, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+url, apikey, sessions, clients, work, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 def sign_up():
     request = urllib.request.Request(
         url + "/auth/v1/signup", method="POST",
@@ -56,7 +61,7 @@ def sign_up():
         headers={"apikey": apikey, "Authorization": "Bearer " + apikey, "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
-for name in ("tokens", "warmup"):
+for name in ["warmup"] + [f"tokens-{r}" for r in range(1, rounds + 1)]:
     tokens = [sign_up()["refresh_token"] for _ in range(sessions)]
     with open(f"{work}/{name}.lua", "w") as f:
         f.write("return {\n" + "".join(f'  "{t}",\n' for t in tokens) + "}\n")
@@ -68,7 +73,7 @@ PY
 # The pgbench clients' sessions: client k (0-based) rotates the session of the k-th user, whose active token's hash
 # becomes sha256('<session id>:0').
 psql_q "$SUPER_URL" -v ON_ERROR_STOP=1 >/dev/null <<SQL || gp_die "preparing the pgbench sessions failed"
-create table bench_refresh_clients (client integer primary key, session_id uuid not null);
+create table bench_refresh_clients (client integer primary key, session_id uuid not null, counter integer not null default 0);
 insert into bench_refresh_clients (client, session_id)
 select u.n - 1, s.id
 from unnest(array[$(sed "s/.*/'&'::uuid/" "$WORK/pgbench-users.txt" | paste -sd,)]) with ordinality as u (id, n)
@@ -83,7 +88,7 @@ SQL
   gp_die "expected one session per pgbench client"
 cat >"$WORK/refresh.sql" <<SQL
 \\if :counter < 0
-select session_id as sid, 0 as counter from bench_refresh_clients where client = :client_id \\gset
+select session_id as sid, counter from bench_refresh_clients where client = :client_id \\gset
 \\endif
 begin;
 select set_config('role', 'anon', true), set_config('request.jwt.claims', '{"role":"anon","app_id":"$APP_ID"}', true);
@@ -109,7 +114,8 @@ sed -i "2s/.*/  \"$NEXT_TOKEN\",/" "$WORK/warmup.lua"
 bench_cpu_init
 rotations() { psql_q "$SUPER_URL" -Atc "select count(*) from guestpass.refresh_tokens where counter > 0"; }
 
-# ---- HTTP: wrk
+# ---- The measurement: ROUNDS rounds of HTTP (wrk, fresh sessions each round) then SQL (pgbench), ROUND_SECONDS
+# each, so both see the same machine; totals are summed, the latency percentiles are the worst round's.
 WRK=(wrk -t "$THREADS" -c "$CONNECTIONS" --timeout 10s -s "$ROOT/bench/refresh.lua")
 if [ "$WARMUP" -gt 0 ]; then
   gp_log "HTTP warm-up: ${WARMUP}s (sessions of its own)"
@@ -117,32 +123,50 @@ if [ "$WARMUP" -gt 0 ]; then
     "$PUBLISHABLE_KEY" "$WORK/warmup.lua" >"$WORK/warmup.out"
 fi
 sleep 0.5 # requests wrk left in flight at its stop still finish in the server
-R0="$(rotations)"
-gp_log "HTTP: wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency POST /auth/v1/token?grant_type=refresh_token ($SESSIONS sessions)"
-SRV0="$(proc_ticks "$SERVER_PID")"
-PG0="$(pg_ticks)"
+HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0 HTTP_ROTATIONS=0
+P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
+SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_FAILED=0 SQL_ROTATIONS=0
 bench_profile_start "$SERVER_PID"
-BENCH_WRK_THREADS="$THREADS" timeout -k 5 $((DURATION + 60)) "${WRK[@]}" -d "${DURATION}s" --latency "$URL" -- \
-  "$PUBLISHABLE_KEY" "$WORK/tokens.lua" | tee "$WORK/wrk.out" >&2
-bench_profile_stop
-HTTP_SERVER_TICKS=$(($(proc_ticks "$SERVER_PID") - SRV0))
-HTTP_PG_TICKS=$(($(pg_ticks) - PG0))
-bench_wrk_result "$WORK/wrk.out"
-sleep 0.5
-R1="$(rotations)"
+for round in $(seq 1 "$ROUNDS"); do
+  gp_log "round $round of $ROUNDS: wrk -t$THREADS -c$CONNECTIONS -d${ROUND_SECONDS}s POST /auth/v1/token?grant_type=refresh_token ($SESSIONS sessions), then pgbench"
+  R0="$(rotations)"
+  SRV0="$(proc_ticks "$SERVER_PID")"
+  PG0="$(pg_ticks)"
+  BENCH_WRK_THREADS="$THREADS" timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- \
+    "$PUBLISHABLE_KEY" "$WORK/tokens-$round.lua" >"$WORK/wrk-$round.out"
+  HTTP_SERVER_TICKS=$((HTTP_SERVER_TICKS + $(proc_ticks "$SERVER_PID") - SRV0))
+  HTTP_PG_TICKS=$((HTTP_PG_TICKS + $(pg_ticks) - PG0))
+  bench_wrk_result "$WORK/wrk-$round.out"
+  HTTP_REQUESTS_SUM=$((HTTP_REQUESTS_SUM + HTTP_REQUESTS)) HTTP_US_SUM=$((HTTP_US_SUM + HTTP_US))
+  HTTP_BAD_SUM=$((HTTP_BAD_SUM + HTTP_BAD))
+  [ "$P50_US" -gt "$P50_MAX" ] && P50_MAX="$P50_US"
+  [ "$P90_US" -gt "$P90_MAX" ] && P90_MAX="$P90_US"
+  [ "$P99_US" -gt "$P99_MAX" ] && P99_MAX="$P99_US"
+  [ "$MAX_US" -gt "$MAX_MAX" ] && MAX_MAX="$MAX_US"
+  sleep 0.5
+  R1="$(rotations)"
+  HTTP_ROTATIONS=$((HTTP_ROTATIONS + R1 - R0))
 
-# ---- SQL: pgbench, the same connection count and time, as the login role
-bench_pgbench refresh -D counter=-1 -f "$WORK/refresh.sql"
-SQL_PG_TICKS="$PG_CPU_TICKS"
-R2="$(rotations)"
+  DURATION="$ROUND_SECONDS" bench_pgbench "refresh-$round" -D counter=-1 -f "$WORK/refresh.sql"
+  SQL_TX=$((SQL_TX + PG_TX)) SQL_PG_TICKS=$((SQL_PG_TICKS + PG_CPU_TICKS)) SQL_FAILED=$((SQL_FAILED + ${PG_FAILED:-0}))
+  SQL_SECONDS="$(python3 -c "import sys; print(float(sys.argv[1]) + int(sys.argv[2]) / float(sys.argv[3]))" "$SQL_SECONDS" "$PG_TX" "$PG_TPS")"
+  SQL_ROTATIONS=$((SQL_ROTATIONS + $(rotations) - R1))
+  # The next round's pgbench clients start from their sessions' active counters (pgbench variables do not outlive a run).
+  psql_q "$SUPER_URL" -Atc "update bench_refresh_clients as c set counter = (select max(t.counter) from guestpass.refresh_tokens as t where t.session_id = c.session_id)" >/dev/null
+done
+bench_profile_stop
+HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
+P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
+PG_TX="$SQL_TX" PG_FAILED="$SQL_FAILED" PG_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$SQL_TX" "$SQL_SECONDS")"
+PG_LAT="$(python3 -c "import sys; print(round(1000 * float(sys.argv[2]) * int(sys.argv[3]) / int(sys.argv[1]), 3))" "$SQL_TX" "$SQL_SECONDS" "$CONNECTIONS")"
 
 # ---- summary
 python3 - "$HTTP_REQUESTS" "$HTTP_US" "$HTTP_BAD" "$P50_US" "$P90_US" "$P99_US" "$MAX_US" \
   "$PG_TPS" "${PG_TX:-0}" "${PG_FAILED:-0}" "${PG_LAT:-?}" "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" \
-  "$(nproc)" "$SESSIONS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" "$R0" "$R1" "$R2" <<'PY' >&2
+  "$(nproc)" "$SESSIONS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" "$HTTP_ROTATIONS" "$SQL_ROTATIONS" "$ROUNDS" <<'PY' >&2
 import sys
 (req, us, bad, p50, p90, p99, pmax, pg_tps, pg_tx, pg_failed, pg_lat, target, conns, threads, dur, cpus, sessions,
- ticks, http_srv, http_pg, sql_pg, r0, r1, r2) = sys.argv[1:]
+ ticks, http_srv, http_pg, sql_pg, http_rotations, sql_rotations, rounds) = sys.argv[1:]
 tick_ms = 1000 / int(ticks)
 per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.3f} ms"
 http_rate = int(req) / (int(us) / 1e6)
@@ -151,18 +175,18 @@ ms = lambda v: f"{int(v) / 1000:.2f} ms"
 verdict = "meets the target" if ratio >= float(target) else "BELOW the target"
 print(f"""
 ==== GuestPass refresh benchmark (release build, {cpus} CPUs, loopback, one database)
-  concurrency        {conns} connections ({threads} wrk threads / pgbench jobs), {dur} s each, server pool {conns}
+  concurrency        {conns} connections ({threads} wrk threads / pgbench jobs), {dur} s each in {rounds} rounds, server pool {conns}
   HTTP  refresh      {http_rate:10.1f} req/s   POST /auth/v1/token?grant_type=refresh_token, {sessions} sessions, {req} requests, {bad} errors/non-200
-        latency      p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)}
+        latency      p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)} (the worst round's)
         CPU/request  server {per(http_srv, req)}, postgres {per(http_pg, req)}
   SQL   pgbench      {float(pg_tps):10.1f} tx/s    guestpass_server.refresh_session as anon, one session per client, {pg_tx} tx, {pg_failed} failed, avg {pg_lat} ms
         CPU/tx       postgres {per(sql_pg, pg_tx)}
   ratio HTTP/SQL     {ratio:10.2f}         target >= {target}: {verdict}
-  database           rotations recorded: {int(r1) - int(r0)} during the HTTP run, {int(r2) - int(r1)} during pgbench
+  database           rotations recorded: {http_rotations} during the HTTP runs, {sql_rotations} during pgbench
 ====""")
 PY
 [ "$HTTP_BAD" = 0 ] || gp_die "$HTTP_BAD HTTP requests failed or were not answered 200: the HTTP rate is not a valid measurement"
 [ "${PG_FAILED:-0}" = 0 ] || gp_die "$PG_FAILED pgbench transactions failed"
 # Every answer and every transaction must have rotated (a 200 that rotated nothing would not count).
-[ $((R1 - R0)) -ge "$HTTP_REQUESTS" ] || gp_die "only $((R1 - R0)) rotations recorded for $HTTP_REQUESTS HTTP answers"
-[ $((R2 - R1)) -ge "$PG_TX" ] || gp_die "only $((R2 - R1)) rotations recorded for $PG_TX pgbench transactions"
+[ "$HTTP_ROTATIONS" -ge "$HTTP_REQUESTS" ] || gp_die "only $HTTP_ROTATIONS rotations recorded for $HTTP_REQUESTS HTTP answers"
+[ "$SQL_ROTATIONS" -ge "$PG_TX" ] || gp_die "only $SQL_ROTATIONS rotations recorded for $PG_TX pgbench transactions"
