@@ -357,12 +357,17 @@ COMMENT ON FUNCTION guestpass.check_user_timezone() IS 'GuestPass: trigger funct
 CREATE FUNCTION guestpass.client_address_key(p_address text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO ''
-    AS $$
+    AS $_$
 declare
     v_address inet;
 begin
     if p_address is null or btrim(p_address) = '' then
         return 'unknown';
+    end if;
+    -- A dotted quad without leading zeros is its own canonical form (host(inet) gives it back unchanged).
+    if btrim(p_address) ~ '^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$'
+    then
+        return btrim(p_address);
     end if;
     begin
         v_address := btrim(p_address)::inet;
@@ -378,7 +383,7 @@ begin
     end if;
     return host(v_address);
 end
-$$;
+$_$;
 
 --
 -- Name: FUNCTION client_address_key(p_address text); Type: COMMENT; Schema: guestpass; Owner: -
@@ -932,6 +937,38 @@ $$;
 COMMENT ON FUNCTION guestpass.set_updated_at() IS 'GuestPass: BEFORE UPDATE trigger that sets updated_at to the transaction time.';
 
 --
+-- Name: shard_capacity(integer, integer, integer); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.shard_capacity(p_capacity integer, p_shards integer, p_shard integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer
+$$;
+
+--
+-- Name: FUNCTION shard_capacity(p_capacity integer, p_shards integer, p_shard integer); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.shard_capacity(p_capacity integer, p_shards integer, p_shard integer) IS 'GuestPass internal: the capacity of shard p_shard (0-based) of a bucket of capacity p_capacity spread over p_shards shards: p_capacity / p_shards, one more for the first p_capacity % p_shards shards, so that they sum to p_capacity. Inlinable.';
+
+--
+-- Name: shard_count(integer); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.shard_count(p_capacity integer) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select least(16, greatest(1, p_capacity / 8))
+$$;
+
+--
+-- Name: FUNCTION shard_count(p_capacity integer); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.shard_count(p_capacity integer) IS 'GuestPass internal: how many shards a sharded bucket of capacity p_capacity has (guestpass.sharded_rate_limit): K = least(16, p_capacity / 8), at least 1. Inlinable.';
+
+--
 -- Name: shard_rate_limit(text, integer, double precision, integer, integer, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -940,11 +977,11 @@ CREATE FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity integer, p_
     AS $$
     select case
         when p_take then guestpass.take_rate_limit(
-            p_bucket || ':' || p_shard, p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer,
+            p_bucket || ':' || p_shard, guestpass.shard_capacity(p_capacity, p_shards, p_shard),
             p_refill_per_second / p_shards
         )
         else guestpass.peek_rate_limit(
-            p_bucket || ':' || p_shard, p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer,
+            p_bucket || ':' || p_shard, guestpass.shard_capacity(p_capacity, p_shards, p_shard),
             p_refill_per_second / p_shards
         )
     end
@@ -964,15 +1001,15 @@ CREATE FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, 
     LANGUAGE plpgsql
     AS $$
 declare
-    v_shards constant integer := least(16, greatest(1, p_capacity / 8));
+    v_shards integer;
     v_shard integer;
     v_tokens double precision;
     v_wait double precision;
     v_now timestamptz;
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
+    v_shards := guestpass.shard_count(p_capacity);
 
-    -- Shard k holds p_capacity / K tokens, and one more for the first p_capacity % K shards.
     v_shard := floor(random() * v_shards)::integer;
     v_wait := guestpass.shard_rate_limit(p_bucket, p_capacity, p_refill_per_second, v_shards, v_shard, p_take);
     if v_wait = 0 or v_shards = 1 then
@@ -986,10 +1023,10 @@ begin
         select g.k,
                coalesce(
                    guestpass.bucket_tokens(
-                       r.tokens, r.updated_at, v_now, p_capacity / v_shards + (g.k < p_capacity % v_shards)::integer,
+                       r.tokens, r.updated_at, v_now, guestpass.shard_capacity(p_capacity, v_shards, g.k),
                        p_refill_per_second / v_shards
                    ),
-                   (p_capacity / v_shards + (g.k < p_capacity % v_shards)::integer)::double precision
+                   guestpass.shard_capacity(p_capacity, v_shards, g.k)::double precision
                ) as tokens
         from generate_series(0, v_shards - 1) as g (k)
         left join guestpass.rate_limits as r on r.bucket = p_bucket || ':' || g.k
@@ -1026,17 +1063,33 @@ begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
     v_now := guestpass.clock();
 
-    insert into guestpass.rate_limits as r (bucket, tokens, updated_at)
-    values (p_bucket, p_capacity - 1, v_now)
-    on conflict (bucket) do update
-        set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) - 1,
-            updated_at = greatest(v_now, r.updated_at)
-        where guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) >= 1;
+    update guestpass.rate_limits as r
+    set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) - 1,
+        updated_at = greatest(v_now, r.updated_at)
+    where r.bucket = p_bucket
+      and guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) >= 1;
     if found then
         return 0;
     end if;
 
-    -- Empty: the row is unchanged; answer how long until it holds one token.
+    -- No row (a full bucket) or an empty one. A row inserted meanwhile by another transaction makes this insert wait
+    -- for it and then do nothing; the update below then sees that row.
+    insert into guestpass.rate_limits (bucket, tokens, updated_at)
+    values (p_bucket, p_capacity - 1, v_now)
+    on conflict (bucket) do nothing;
+    if found then
+        return 0;
+    end if;
+    update guestpass.rate_limits as r
+    set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) - 1,
+        updated_at = greatest(v_now, r.updated_at)
+    where r.bucket = p_bucket
+      and guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) >= 1;
+    if found then
+        return 0;
+    end if;
+
+    -- Empty: the row is unchanged and unlocked; answer how long until it holds one token.
     select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
     v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, v_now, p_capacity, p_refill_per_second);
     return greatest((1 - v_tokens) / p_refill_per_second, 0.001);
@@ -1047,7 +1100,7 @@ $$;
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second, see guestpass.bucket_tokens) and returns 0, or returns the seconds until a token is available and takes nothing. One upsert; race-free (INSERT … ON CONFLICT DO UPDATE locks the row and re-reads its latest committed version). Time is guestpass.clock() (the transaction''s start, or guestpass.clock_override), read once: a time older than the row''s updated_at (a transaction that waited for the row lock) refills nothing, and the update never moves updated_at backwards, so a take refills no more than the time elapsed since the row''s updated_at allows. A take is stamped with its transaction''s start, not the moment it ran: a take from a full bucket can leave the next one up to rate × (that transaction''s age) more than an exact clock would, e.g. about 0.14 of a token of the per-app sign-up bucket for a 50 ms sign-up.';
+COMMENT ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) IS 'Token bucket: takes one token from p_bucket (capacity p_capacity, refilled at p_refill_per_second, see guestpass.bucket_tokens) and returns 0, or returns the seconds until a token is available and takes nothing. Race-free: an UPDATE conditioned on a whole token (re-checked on the row''s newest version after waiting for its lock), or for a missing row an INSERT … ON CONFLICT DO NOTHING (which waits for a concurrent inserter, then the UPDATE is tried again). A refused take locks nothing, so callers that take from several buckets hold only rows they have taken from. Time is guestpass.clock() (the transaction''s start, or guestpass.clock_override), read once: a time older than the row''s updated_at (a transaction that waited for the row lock) refills nothing, and the update never moves updated_at backwards, so a take refills no more than the time elapsed since the row''s updated_at allows. A take is stamped with its transaction''s start, not the moment it ran: a take from a full bucket can leave the next one up to rate × (that transaction''s age) more than an exact clock would, e.g. about 0.14 of a token of the per-app sign-up bucket for a 50 ms sign-up.';
 
 --
 -- Name: take_signup_limits(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1551,6 +1604,12 @@ declare
     v_user uuid;
     v_device uuid;
     v_created boolean;
+    v_ip_bucket text;
+    v_app_bucket text;
+    v_app_shards integer;
+    v_app_shard integer;
+    v_app_shard_capacity integer;
+    v_app_shard_refill double precision;
 begin
     if not exists (select 1 from guestpass.apps as a where a.id = v_app) then
         raise exception using errcode = '42501', message = 'unknown app';
@@ -1589,18 +1648,42 @@ begin
     end if;
     v_now := guestpass.clock();
 
-    -- Rate limits, before any write. The per-IP bucket is taken now. The per-app bucket, shared by every sign-up
-    -- of the app, is only peeked at now (an empty bucket refuses before any write) and taken at the very end, so
-    -- its shard's row stays locked for the commit only instead of the whole sign-up. A null capacity turns a limit off.
+    -- Rate limits (a null capacity turns one off): the IP's bucket, and one random shard of the app's sharded bucket
+    -- (guestpass.sharded_rate_limit). Both are read now, in one statement, so that an empty one refuses before any
+    -- write; they are taken at the very end, so that their rows stay locked for the commit only.
     if p_ip_capacity is not null then
-        perform guestpass.enforce_rate_limit(
-            'signup:ip:' || guestpass.client_address_key(p_client_ip), p_ip_capacity, p_ip_refill_per_second
-        );
+        perform guestpass.check_rate_limit_arguments('signup:ip', p_ip_capacity, p_ip_refill_per_second);
+        v_ip_bucket := 'signup:ip:' || guestpass.client_address_key(p_client_ip);
     end if;
     if p_app_capacity is not null then
-        perform guestpass.raise_rate_limited(
-            guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, false)
-        );
+        perform guestpass.check_rate_limit_arguments('signup:app', p_app_capacity, p_app_refill_per_second);
+        v_app_shards := guestpass.shard_count(p_app_capacity);
+        v_app_shard := floor(random() * v_app_shards)::integer;
+        v_app_bucket := 'signup:app:' || v_app::text || ':' || v_app_shard;
+        v_app_shard_capacity := guestpass.shard_capacity(p_app_capacity, v_app_shards, v_app_shard);
+        v_app_shard_refill := p_app_refill_per_second / v_app_shards;
+    end if;
+    if exists (
+        select 1
+        from guestpass.rate_limits as r
+        where r.bucket in (v_ip_bucket, v_app_bucket)
+          and guestpass.bucket_tokens(
+                  r.tokens, r.updated_at, v_now,
+                  case when r.bucket = v_ip_bucket then p_ip_capacity else v_app_shard_capacity end,
+                  case when r.bucket = v_ip_bucket then p_ip_refill_per_second else v_app_shard_refill end
+              ) < 1
+    ) then
+        -- The exact way: refuses with the wait, unless another of the app's shards holds a token.
+        if v_ip_bucket is not null then
+            perform guestpass.raise_rate_limited(
+                guestpass.peek_rate_limit(v_ip_bucket, p_ip_capacity, p_ip_refill_per_second)
+            );
+        end if;
+        if v_app_bucket is not null then
+            perform guestpass.raise_rate_limited(
+                guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, false)
+            );
+        end if;
     end if;
 
     -- The user, with or without a device.
@@ -1632,7 +1715,16 @@ begin
     insert into guestpass.refresh_tokens (session_id, counter, token_hash)
     values (p_session_id, 0, p_refresh_token_hash);
 
-    if p_app_capacity is not null then
+    -- The tokens, the IP's first (guestpass.take_rate_limit: a refused take locks nothing). A bucket emptied since the
+    -- read refuses with the wait, rolling back every write above; the app's chosen shard emptied goes the exact way,
+    -- which takes from another shard or refuses.
+    if v_ip_bucket is not null then
+        perform guestpass.raise_rate_limited(
+            guestpass.take_rate_limit(v_ip_bucket, p_ip_capacity, p_ip_refill_per_second)
+        );
+    end if;
+    if v_app_bucket is not null
+       and guestpass.take_rate_limit(v_app_bucket, v_app_shard_capacity, v_app_shard_refill) > 0 then
         perform guestpass.raise_rate_limited(
             guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, true)
         );
@@ -1650,7 +1742,7 @@ $$;
 -- Name: FUNCTION sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits before any write: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off; the app bucket is checked first and taken last, to keep its row locked briefly); when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), both read in one statement before any write (an empty one found goes through guestpass.peek_rate_limit / sharded_rate_limit) and taken after the writes, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
 -- Name: consume_quota(uuid, text); Type: FUNCTION; Schema: public; Owner: -
@@ -2967,6 +3059,18 @@ REVOKE ALL ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) F
 --
 
 REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION shard_capacity(p_capacity integer, p_shards integer, p_shard integer); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.shard_capacity(p_capacity integer, p_shards integer, p_shard integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION shard_count(p_capacity integer); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.shard_count(p_capacity integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION shard_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer, p_take boolean); Type: ACL; Schema: guestpass; Owner: -

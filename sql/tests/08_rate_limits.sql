@@ -2,7 +2,7 @@
 -- taken when refused) and the sign-up limits per IP and per app, refused with PT429 and the seconds to wait as
 -- detail, writing nothing. Time is moved by setting updated_at back. Fixtures: apps X and Y.
 begin;
-select plan(35);
+select plan(43);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -172,6 +172,64 @@ select results_eq(
 );
 select is(
     (select count(*)::int from guestpass.sessions), 5, 'only the five accepted sign-ups wrote a session'
+);
+
+-- A refused take locks nothing (0029): a caller taking from several buckets in turn holds only rows it took from.
+
+select is(
+    (select count(*)::int from generate_series(1, 3) where guestpass.take_rate_limit('test:nolock', 2, 1.0 / 3600) = 0),
+    2,
+    'capacity 2: two takes, the third refused'
+);
+select is(
+    (select xmax::text from guestpass.rate_limits where bucket = 'test:nolock'),
+    '0',
+    'the refused take left the row unlocked (no xmax)'
+);
+
+-- The bucket name of a client: a dotted quad answers from a pattern (no cast, no subtransaction), the same as the cast.
+
+select is(
+    (select count(*)::int
+     from (select (floor(random() * 256))::int || '.' || (floor(random() * 256))::int || '.'
+                  || (floor(random() * 256))::int || '.' || (floor(random() * 256))::int as a
+           from generate_series(1, 500)) as q
+     where guestpass.client_address_key(q.a) is distinct from host(q.a::inet)),
+    0,
+    '500 random dotted quads: each is its own key, as host(inet) gives it'
+);
+select is(guestpass.client_address_key(' 203.0.113.9 '), '203.0.113.9', 'a dotted quad is trimmed');
+select is(guestpass.client_address_key('010.0.0.1'), '10.0.0.1', 'a leading zero goes the cast''s way');
+select is(
+    array[guestpass.client_address_key('256.1.1.1'), guestpass.client_address_key('::ffff:10.0.0.1'),
+          guestpass.client_address_key('2001:db8::1')],
+    array['256.1.1.1', '10.0.0.1', '2001:db8::/64'],
+    'no address, an IPv4-mapped address and an IPv6 address answer as before'
+);
+
+-- Sign-up finds the app's random shard empty and another one full: the exact way takes from the fullest, until the
+-- bucket is empty. Capacity 32 is 4 shards of 8; shards 0-2 are drained (one token an hour each).
+
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
+reset role;
+insert into guestpass.rate_limits (bucket, tokens, updated_at)
+select 'signup:app:00000000-0000-4000-8000-0000000000f2:' || k, 0, guestpass.clock() from generate_series(0, 2) as k
+on conflict (bucket) do update set tokens = 0, updated_at = excluded.updated_at;
+select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
+select is(
+    (select count(*)::int from generate_series(1, 9) as i
+     where pg_temp.error_of(format(
+         $$select guestpass_server.sign_up_guest(null, null, null, '198.51.100.3', 100, 1, 32, 4.0 / 3600, null,
+           gen_random_uuid(), encode(sha256('shard %s'), 'hex'))$$, i)) is null),
+    8,
+    'with one shard of four full, 8 sign-ups in a row succeed and the 9th is refused'
+);
+reset role;
+select is(
+    (select round(tokens)::int from guestpass.rate_limits
+     where bucket = 'signup:app:00000000-0000-4000-8000-0000000000f2:3'),
+    0,
+    'they all took from the full shard'
 );
 
 select * from finish();
