@@ -80,11 +80,34 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        /// Sign in with Apple: Apple's keys (fetched with async-http-client, cached) and identity-token verification.
+        .target(
+            name: "GuestPassApple",
+            dependencies: [
+                "GuestPassCrypto",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// A local stand-in for Apple's Sign in with Apple endpoints (real HTTP: keys, identity tokens), for tests.
+        .target(
+            name: "GuestPassAppleStandIn",
+            dependencies: [
+                "GuestPassCrypto",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         /// The HTTP service: `buildApplication` / `buildRouter` and the routes.
         .target(
             name: "GuestPassApp",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck", "GuestPassApple",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -108,7 +131,7 @@ let package = Package(
             name: "GuestPassCLI",
             dependencies: [
                 "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
-                "GuestPassDevStack",
+                "GuestPassAppleStandIn", "GuestPassDevStack",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1134,6 +1134,54 @@ $$;
 COMMENT ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) IS 'GuestPass internal: takes one token from the sign-up buckets of client p_client_address (signup:ip:<client_address_key>) and of app p_app (the sharded bucket signup:app:<app>, guestpass.sharded_rate_limit), or raises PT429 with the seconds to wait. Capacity and hourly rate come from the session settings guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to 30, 30, 1000 and 10000.';
 
 --
+-- Name: user_identities(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.user_identities(p_user uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    select coalesce(
+        jsonb_agg(
+            jsonb_build_object(
+                'identity_id', i.id, 'id', i.subject, 'user_id', i.user_id, 'provider', i.provider,
+                'email', coalesce(i.email, ''),
+                'identity_data', jsonb_build_object(
+                    'sub', i.subject, 'email', i.email, 'is_private_email', i.is_private_email, 'provider_id', i.subject
+                ),
+                'created_at', i.created_at, 'updated_at', i.updated_at, 'last_sign_in_at', i.last_sign_in_at
+            )
+            order by i.created_at, i.id
+        ),
+        '[]'::jsonb
+    )
+    from guestpass.identities as i
+    where i.user_id = p_user
+$$;
+
+--
+-- Name: FUNCTION user_identities(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at), oldest first; [] for none.';
+
+--
+-- Name: app_apple_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.app_apple_settings() RETURNS TABLE(audiences text[], base_url text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select a.apple_audiences, a.apple_base_url from guestpass.apps as a where a.id = auth.app_id()
+$$;
+
+--
+-- Name: FUNCTION app_apple_settings(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.app_apple_settings() IS 'GuestPass server: the Sign in with Apple settings of the caller''s app (claim app_id): accepted audiences and Apple''s base URL (null = Apple''s own); no row without a known app.';
+
+--
 -- Name: app_devicecheck_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -1157,7 +1205,7 @@ COMMENT ON FUNCTION guestpass_server.app_devicecheck_settings() IS 'GuestPass se
 -- Name: current_user_profile(); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.current_user_profile() RETURNS TABLE(user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, session_active boolean)
+CREATE FUNCTION guestpass_server.current_user_profile() RETURNS TABLE(user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, session_active boolean, identities jsonb)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
@@ -1169,7 +1217,8 @@ CREATE FUNCTION guestpass_server.current_user_profile() RETURNS TABLE(user_id uu
                  and s.user_id = u.id
                  and s.app_id = u.app_id
                  and s.revoked_at is null
-           )
+           ),
+           guestpass.user_identities(u.id)
     from public.users as u
     where u.id = auth.uid() and u.app_id = auth.app_id()
 $$;
@@ -1178,7 +1227,7 @@ $$;
 -- Name: FUNCTION current_user_profile(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the claims'' session_id is a session of that user that is not revoked.';
+COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities).';
 
 --
 -- Name: devicecheck_begin(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1537,6 +1586,122 @@ $$;
 --
 
 COMMENT ON FUNCTION guestpass_server.resolve_api_key(p_key_hash text) IS 'GuestPass server: the app and kind (publishable or secret) of the API key whose lowercase hex SHA-256 is p_key_hash, or no row when it is unknown or revoked. The server calls it as anon before it knows the app.';
+
+--
+-- Name: sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) RETURNS TABLE(status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_app uuid := guestpass.require_app();
+    v_now timestamptz := guestpass.clock();
+    v_user uuid;
+    v_owner uuid;
+    v_device uuid;
+    v_session uuid;
+    v_status text;
+begin
+    if p_provider is null or p_provider <> 'apple' then
+        raise exception using errcode = '22023', message = 'the provider must be apple';
+    end if;
+    if p_subject is null or char_length(p_subject) not between 1 and 255 then
+        raise exception using errcode = '22023', message = 'the subject must be 1 to 255 characters';
+    end if;
+    if char_length(p_email) > 320 then
+        raise exception using errcode = '22023', message = 'the email is longer than 320 characters';
+    end if;
+    if p_session_id is null then
+        raise exception using errcode = '22023', message = 'a session id is required';
+    end if;
+    perform guestpass.require_hex_sha256(p_refresh_token_hash, 'the refresh token hash');
+    if not exists (select 1 from guestpass.apps as a where a.id = v_app) then
+        raise exception using errcode = '42501', message = 'unknown app';
+    end if;
+
+    -- One identity at a time: a concurrent first sign-in or link of the same Apple id waits here, then finds it.
+    perform pg_advisory_xact_lock(hashtextextended('guestpass.identity:' || v_app::text || ':' || p_provider || ':' || p_subject, 0));
+    select i.user_id into v_owner
+    from guestpass.identities as i
+    where i.app_id = v_app and i.provider = p_provider and i.subject = p_subject;
+
+    if p_link then
+        -- The caller: a signed-in user of this app whose session is live.
+        select s.user_id, s.device_id, s.id into v_user, v_device, v_session
+        from guestpass.sessions as s
+        where s.id = auth.claim_uuid('session_id') and s.user_id = auth.uid() and s.app_id = v_app and s.revoked_at is null
+        for update;
+        if not found then
+            return query select 'session_not_found'::text, null::uuid, null::uuid, null::boolean, null::text, null::jsonb,
+                null::jsonb, null::timestamptz, null::timestamptz, null::timestamptz, null::jsonb;
+            return;
+        end if;
+        if v_owner is not null and v_owner <> v_user then
+            return query select 'identity_already_exists'::text, null::uuid, null::uuid, null::boolean, null::text,
+                null::jsonb, null::jsonb, null::timestamptz, null::timestamptz, null::timestamptz, null::jsonb;
+            return;
+        end if;
+        -- The old session ends with its refresh tokens; the new one keeps its device.
+        update guestpass.sessions as s set revoked_at = v_now where s.id = v_session;
+        update guestpass.refresh_tokens as t set revoked_at = v_now where t.session_id = v_session and t.revoked_at is null;
+        v_status := 'linked';
+    elsif v_owner is not null then
+        v_user := v_owner;
+        v_status := 'signed_in';
+    else
+        insert into public.users (app_id, is_anonymous) values (v_app, false) returning id into v_user;
+        v_status := 'created';
+    end if;
+
+    insert into guestpass.identities as i (app_id, user_id, provider, subject, email, is_private_email, last_sign_in_at)
+    values (v_app, v_user, p_provider, p_subject, p_email, coalesce(p_is_private_email, false), v_now)
+    on conflict (app_id, provider, subject) do update
+        set email = coalesce(excluded.email, i.email),
+            is_private_email = case when excluded.email is null then i.is_private_email else excluded.is_private_email end,
+            updated_at = v_now,
+            last_sign_in_at = v_now;
+
+    -- The user: no longer anonymous; the provider in app_metadata (as GoTrue shows it); the email when the user has
+    -- none and no other user of the app has it.
+    update public.users as u
+    set is_anonymous = false,
+        app_metadata = u.app_metadata || jsonb_build_object(
+            'provider', coalesce(u.app_metadata ->> 'provider', p_provider),
+            'providers', (
+                select coalesce(jsonb_agg(distinct p.value order by p.value), '[]'::jsonb)
+                from jsonb_array_elements_text(
+                    case when jsonb_typeof(u.app_metadata -> 'providers') = 'array' then u.app_metadata -> 'providers'
+                         else '[]'::jsonb end || to_jsonb(p_provider)
+                ) as p (value)
+            )
+        ),
+        email = case
+            when u.email is null and p_email is not null and not exists (
+                select 1 from public.users as o where o.app_id = v_app and lower(o.email) = lower(p_email) and o.id <> u.id
+            ) then p_email
+            else u.email
+        end
+    where u.id = v_user and u.app_id = v_app;
+
+    insert into guestpass.sessions (id, app_id, user_id, device_id, user_agent, ip)
+    values (p_session_id, v_app, v_user, v_device, left(p_user_agent, 1024), left(p_client_ip, 255));
+    insert into guestpass.refresh_tokens (session_id, counter, token_hash) values (p_session_id, 0, p_refresh_token_hash);
+
+    return query
+    select v_status, u.id, v_device, u.is_anonymous, u.email, u.user_metadata, u.app_metadata, u.created_at,
+           u.updated_at, v_now, guestpass.user_identities(u.id)
+    from public.users as u
+    where u.id = v_user;
+end
+$$;
+
+--
+-- Name: FUNCTION sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: sign-in with a verified identity (provider apple, subject = the token''s sub, the email it shared) in the caller''s app (claim app_id); the server has checked the token. Without p_link: the identity''s user (status signed_in), or a new non-anonymous user with it (created). With p_link, for a signed-in caller (claims sub and session_id, the session live): links the identity to the caller (status linked; already linked to the caller is fine), ends the caller''s session and its refresh tokens, and the new session keeps its device; status identity_already_exists when another user has it, session_not_found when the caller''s session is gone, and nothing changes. Either way the user is no longer anonymous, app_metadata gets provider / providers, the email is stored when the user has none and no other user of the app has it, and session p_session_id opens with refresh token counter 0 (hash p_refresh_token_hash). Concurrent calls for one identity run one at a time. Raises 22023 on invalid arguments, 42501 without a known app.';
 
 --
 -- Name: sign_out(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1948,6 +2113,10 @@ CREATE TABLE guestpass.apps (
     devicecheck_key_path text,
     devicecheck_environment text,
     devicecheck_base_url text,
+    apple_audiences text[] DEFAULT '{}'::text[] NOT NULL,
+    apple_base_url text,
+    CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
+    CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
     CONSTRAINT apps_daily_free_allowance_check CHECK ((daily_free_allowance >= 0)),
     CONSTRAINT apps_devicecheck_base_url_check CHECK ((devicecheck_base_url ~ '^https?://[^/?#]+'::text)),
     CONSTRAINT apps_devicecheck_environment_check CHECK ((devicecheck_environment = ANY (ARRAY['development'::text, 'production'::text]))),
@@ -2008,6 +2177,18 @@ COMMENT ON COLUMN guestpass.apps.devicecheck_environment IS 'GuestPass: developm
 --
 
 COMMENT ON COLUMN guestpass.apps.devicecheck_base_url IS 'GuestPass: base URL (http or https) that overrides the environment''s Apple host, e.g. the local stand-in.';
+
+--
+-- Name: COLUMN apps.apple_audiences; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.apple_audiences IS 'Sign in with Apple: the audiences (app bundle ids, Services ids) an identity token may name; empty = off.';
+
+--
+-- Name: COLUMN apps.apple_base_url; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.apple_base_url IS 'Sign in with Apple: the base URL of Apple''s endpoints (/auth/keys), e.g. a local stand-in; null = https://appleid.apple.com.';
 
 --
 -- Name: consumptions; Type: TABLE; Schema: guestpass; Owner: -
@@ -2174,6 +2355,34 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens FORCE ROW LEVEL SECURITY;
 --
 
 COMMENT ON TABLE guestpass.devicecheck_tokens IS 'GuestPass: every DeviceCheck token sent to Apple (lowercase hex SHA-256; audit and replay refusal), with the user and the claim it served (a started or a repaired claim). Rows outlive their claim and user.';
+
+--
+-- Name: identities; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.identities (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    provider text NOT NULL,
+    subject text NOT NULL,
+    email text,
+    is_private_email boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_sign_in_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT identities_email_check CHECK ((char_length(email) <= 320)),
+    CONSTRAINT identities_provider_check CHECK ((provider = 'apple'::text)),
+    CONSTRAINT identities_subject_check CHECK (((char_length(subject) >= 1) AND (char_length(subject) <= 255)))
+);
+
+ALTER TABLE ONLY guestpass.identities FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE identities; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.identities IS 'GuestPass: a sign-in identity of a user (provider apple: subject = Apple''s user id, the token''s sub), unique per app, provider and subject. email and is_private_email are what the provider last shared (an Apple relay address is private). Deleting the user deletes its identities, so a later sign-in with the same Apple id is a new user.';
 
 --
 -- Name: rate_limits; Type: TABLE; Schema: guestpass; Owner: -
@@ -2427,6 +2636,20 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens
     ADD CONSTRAINT devicecheck_tokens_pkey PRIMARY KEY (token_hash);
 
 --
+-- Name: identities identities_app_provider_subject_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.identities
+    ADD CONSTRAINT identities_app_provider_subject_key UNIQUE (app_id, provider, subject);
+
+--
+-- Name: identities identities_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.identities
+    ADD CONSTRAINT identities_pkey PRIMARY KEY (id);
+
+--
 -- Name: rate_limits rate_limits_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2530,6 +2753,12 @@ CREATE INDEX devicecheck_tokens_claim_id_idx ON guestpass.devicecheck_tokens USI
 --
 
 CREATE INDEX devicecheck_tokens_user_id_idx ON guestpass.devicecheck_tokens USING btree (user_id);
+
+--
+-- Name: identities_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX identities_user_id_idx ON guestpass.identities USING btree (user_id);
 
 --
 -- Name: sessions_device_id_idx; Type: INDEX; Schema: guestpass; Owner: -
@@ -2679,6 +2908,13 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens
     ADD CONSTRAINT devicecheck_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE SET NULL;
 
 --
+-- Name: identities identities_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.identities
+    ADD CONSTRAINT identities_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2760,6 +2996,12 @@ ALTER TABLE guestpass.devicecheck_leases ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE guestpass.devicecheck_tokens ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: identities; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.identities ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_limits; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -3097,6 +3339,20 @@ REVOKE ALL ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integ
 REVOKE ALL ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION user_identities(p_user uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.user_identities(p_user uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION app_apple_settings(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.app_apple_settings() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.app_apple_settings() TO anon;
+GRANT ALL ON FUNCTION guestpass_server.app_apple_settings() TO authenticated;
+
+--
 -- Name: FUNCTION app_devicecheck_settings(); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
@@ -3144,6 +3400,14 @@ GRANT ALL ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_coun
 
 REVOKE ALL ON FUNCTION guestpass_server.resolve_api_key(p_key_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.resolve_api_key(p_key_hash text) TO anon;
+
+--
+-- Name: FUNCTION sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) TO authenticated;
 
 --
 -- Name: FUNCTION sign_out(p_scope text); Type: ACL; Schema: guestpass_server; Owner: -

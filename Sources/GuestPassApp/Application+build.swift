@@ -12,7 +12,8 @@ public func buildApplication(
     let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
         pool: pool, tokens: try configuration.tokens, catalog: catalog,
-        deviceCheck: DeviceCheckClients(logger: logger), afterAppleUpdate: configuration.afterAppleUpdate
+        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
+        afterAppleUpdate: configuration.afterAppleUpdate
     )
     catalog.reloadOnHangup(logger: logger)
     return Application(
@@ -26,7 +27,7 @@ public func buildApplication(
 
 /// Builds the router: every route of the service.
 func buildRouter(
-    pool: PostgresPool, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients,
+    pool: PostgresPool, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients, apple: AppleVerifiers,
     afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
@@ -36,7 +37,7 @@ func buildRouter(
     let functions = ServerFunctions(pool: pool)
     let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
     HealthRoutes(functions: functions).register(on: router)
-    AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens).register(on: router)
+    AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

@@ -11,9 +11,9 @@ struct AppsCommand: AsyncParsableCommand {
         subcommands: [Create.self, Configure.self, GrantCredits.self, SetPremium.self]
     )
 
-    /// `guestpass apps configure`: quota and DeviceCheck settings of one app.
+    /// `guestpass apps configure`: quota, DeviceCheck and Sign in with Apple settings of one app.
     struct Configure: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change an app's quota and DeviceCheck settings.")
+        static let configuration = CommandConfiguration(abstract: "Change an app's quota, DeviceCheck and Sign in with Apple settings.")
         @OptionGroup var database: DatabaseOptions
         @Option(help: "The app id.") var app: UUID
         @Option(help: "Free consumptions per day (default 3).") var dailyFree: Int?
@@ -23,6 +23,9 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "Path of the DeviceCheck .p8 key, readable by the server.") var devicecheckKeyPath: String?
         @Option(help: "development or production.") var devicecheckEnvironment: String?
         @Option(help: "A base URL instead of Apple's hosts (the local stand-in).") var devicecheckBaseUrl: String?
+        @Option(help: "Sign in with Apple: the accepted audiences (bundle ids, Services ids), comma-separated; \"\" turns it off.")
+        var appleAudiences: String?
+        @Option(help: "Sign in with Apple: a base URL instead of https://appleid.apple.com (the local stand-in).") var appleBaseUrl: String?
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
@@ -41,6 +44,10 @@ struct AppsCommand: AsyncParsableCommand {
             settings.deviceCheckKeyPath = self.devicecheckKeyPath
             settings.deviceCheckEnvironment = self.devicecheckEnvironment
             settings.deviceCheckBaseURL = self.devicecheckBaseUrl
+            settings.appleAudiences = self.appleAudiences.map {
+                $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            }
+            settings.appleBaseURL = self.appleBaseUrl
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

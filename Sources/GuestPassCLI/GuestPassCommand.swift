@@ -8,7 +8,10 @@ struct GuestPassCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "guestpass",
         abstract: "Guest identity, quotas and row-level security for mobile apps, over PostgreSQL.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self],
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self,
+            AppleStandInCommand.self,
+        ],
         defaultSubcommand: ServeCommand.self
     )
 }

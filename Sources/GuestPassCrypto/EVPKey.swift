@@ -107,6 +107,17 @@ final class EVPKey: @unchecked Sendable {
         return EVPKey(taking: try OpenSSL.check(key, "EVP_PKEY_generate"))
     }
 
+    /// Generates a fresh RSA key of `bits` bits (public exponent 65537).
+    static func generateRSA(bits: Int) throws -> EVPKey {
+        let context = try OpenSSL.check(EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), "EVP_PKEY_CTX_new_from_name")
+        defer { EVP_PKEY_CTX_free(context) }
+        try OpenSSL.check(EVP_PKEY_keygen_init(context), "EVP_PKEY_keygen_init")
+        try OpenSSL.check(EVP_PKEY_CTX_set_rsa_keygen_bits(context, Int32(bits)), "EVP_PKEY_CTX_set_rsa_keygen_bits")
+        var key: OpaquePointer?
+        try OpenSSL.check(EVP_PKEY_generate(context, &key), "EVP_PKEY_generate")
+        return EVPKey(taking: try OpenSSL.check(key, "EVP_PKEY_generate"))
+    }
+
     /// The private key as unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
     func privateKeyPKCS8PEM() throws -> String {
         let bytes = try MemoryBIO.collectingOutput(secure: true) { bio in

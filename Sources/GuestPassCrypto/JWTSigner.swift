@@ -8,6 +8,7 @@ public struct JWTSigner: Sendable {
     enum SigningKey: Sendable {
         case es256(ES256PrivateKey)
         case hs256(HS256Key)
+        case rs256(RSAPrivateKey, RSAPublicKey)
     }
 
     let signingKey: SigningKey
@@ -44,19 +45,35 @@ public struct JWTSigner: Sendable {
         self.headerSegment = (try? Self.encodeHeader(algorithm: .hs256, type: type, keyID: keyID)) ?? ""
     }
 
+    /// A signer for RS256 tokens (the Apple stand-in's identity tokens).
+    ///
+    /// - Parameters:
+    ///   - key: the private key.
+    ///   - keyID: the `kid`.
+    ///   - type: the header `typ`.
+    /// - Throws: `OpenSSLError` when the public half cannot be derived.
+    public init(key: RSAPrivateKey, keyID: String, type: String = "JWT") throws {
+        self.signingKey = .rs256(key, try key.publicKey)
+        self.keyID = keyID
+        self.type = type
+        self.headerSegment = (try? Self.encodeHeader(algorithm: .rs256, type: type, keyID: keyID)) ?? ""
+    }
+
     /// The algorithm of the signing key.
     public var algorithm: JWTAlgorithm {
         switch self.signingKey {
         case .es256: .es256
         case .hs256: .hs256
+        case .rs256: .rs256
         }
     }
 
-    /// The key a `JWTVerifier` needs for this signer's tokens: the public key for ES256, the secret for HS256.
+    /// The key a `JWTVerifier` needs for this signer's tokens: the public key for ES256 and RS256, the secret for HS256.
     public var verificationKey: JWTVerificationKey {
         switch self.signingKey {
         case .es256(let key): .es256(key.publicKey, keyID: self.keyID)
         case .hs256(let key): .hs256(key, keyID: self.keyID)
+        case .rs256(_, let publicKey): .rs256(publicKey, keyID: self.keyID)
         }
     }
 
@@ -75,6 +92,7 @@ public struct JWTSigner: Sendable {
         switch self.signingKey {
         case .es256(let key): signature = try key.signature(for: Array(signingInput.utf8)).rawRepresentation
         case .hs256(let key): signature = key.authenticationCode(for: Array(signingInput.utf8))
+        case .rs256(let key, _): signature = try key.signature(for: Array(signingInput.utf8))
         }
         return signingInput + "." + Base64URL.encode(signature)
     }
@@ -97,6 +115,7 @@ extension JWTSigner {
         switch self.signingKey {
         case .es256(let key): material = Array(try key.pkcs8PEMRepresentation.utf8)
         case .hs256(let key): material = key.secret
+        case .rs256(let key, _): material = Array(try key.pkcs8PEMRepresentation.utf8)
         }
         return HMACSHA256.authenticationCode(for: Array(label.utf8), key: material)
     }

@@ -181,3 +181,19 @@ private struct RegisteredClaims: Decodable {
     let iss: String?
     let aud: JWTAudience?
 }
+
+extension JWTHeader {
+    /// The header of `token`, read **without verifying anything**: only to choose how to verify it (e.g. which
+    /// party's key set to look the `kid` up in). Never trust what it says until a `JWTVerifier` has checked the token.
+    ///
+    /// - Throws: `JWTError(.malformed)` when the first segment is not a base64url JSON object with string members;
+    ///   `.unsupportedAlgorithm` when `alg` is missing or unknown.
+    public static func peek(_ token: String) throws -> JWTHeader {
+        let bytes = Array(token.utf8.prefix(8192))
+        guard let end = bytes.firstIndex(of: UInt8(ascii: ".")), let json = Base64URL.decode(ascii: bytes[..<end]),
+            StrictJSON.isObject(json), let header = try? JSONDecoder().decode(RawHeader.self, from: Data(json))
+        else { throw JWTError(.malformed) }
+        guard let algorithm = header.alg.flatMap(JWTAlgorithm.init(rawValue:)) else { throw JWTError(.unsupportedAlgorithm) }
+        return JWTHeader(algorithm: algorithm, keyID: header.kid, type: header.typ)
+    }
+}

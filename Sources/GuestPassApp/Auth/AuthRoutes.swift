@@ -8,12 +8,15 @@ struct AuthRoutes: Sendable {
     let functions: ServerFunctions
     let authenticator: Authenticator
     let tokens: TokenService
+    let apple: AppleVerifiers
     var configuration: AuthConfiguration { self.tokens.configuration }
 
     /// Sign-up bodies: `data` holds at most 16 KiB of metadata plus the device id and facts.
     static let signUpBodyLimit = 32 * 1024
     /// Token bodies: a refresh token.
     static let tokenBodyLimit = 4 * 1024
+    /// `id_token` grant bodies: an Apple identity token (about 1 KiB) and a nonce.
+    static let idTokenBodyLimit = 16 * 1024
 
     func register(on router: Router<AppRequestContext>) {
         let auth = router.group("auth/v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
@@ -57,16 +60,24 @@ struct AuthRoutes: Sendable {
         return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
     }
 
-    // MARK: POST /auth/v1/token?grant_type=refresh_token
+    // MARK: POST /auth/v1/token?grant_type=refresh_token|id_token
 
     func token(_ request: Request, _ context: CallerContext) async throws -> Response {
         var request = request
-        let caller = context.caller
-        let grantType = request.uri.queryParameters["grant_type"].map(String.init)
-        guard grantType == "refresh_token" else {
-            throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token")
+        switch request.uri.queryParameters["grant_type"].map(String.init) {
+        case "refresh_token":
+            let body = try await request.jsonObject(limit: Self.tokenBodyLimit)
+            return try await self.refresh(body, request, context)
+        case "id_token":
+            let body = try await request.jsonObject(limit: Self.idTokenBodyLimit)
+            return try await self.signInWithIDToken(body, request, context)
+        default:
+            throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token or id_token")
         }
-        let body = try await request.jsonObject(limit: Self.tokenBodyLimit)
+    }
+
+    func refresh(_ body: [String: JSONValue], _ request: Request, _ context: CallerContext) async throws -> Response {
+        let caller = context.caller
         guard let presented = body["refresh_token"]?.stringValue, !presented.isEmpty else {
             throw APIError.validation("refresh_token is required")
         }
@@ -106,7 +117,9 @@ struct AuthRoutes: Sendable {
         guard let row = try await self.functions.currentUserProfile(as: caller.identity) else {
             throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
         }
-        let user = try SessionUser(row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil)
+        let user = try SessionUser(
+            row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true
+        )
         return UserResponse(user, audience: self.configuration.audience)
     }
 
@@ -122,7 +135,7 @@ struct AuthRoutes: Sendable {
 
     // MARK: Helpers
 
-    private func sessionResponse(user: SessionUser, refreshToken: String, request: Request, context: CallerContext) throws -> Response {
+    func sessionResponse(user: SessionUser, refreshToken: String, request: Request, context: CallerContext) throws -> Response {
         let access = try self.tokens.issueAccessToken(for: user)
         let body = SessionResponse(
             access_token: access.token, expires_in: self.configuration.accessTokenLifetime, expires_at: access.expiresAt,
@@ -136,7 +149,7 @@ struct AuthRoutes: Sendable {
             let anonymous_users = true
             let email = false
             let phone = false
-            let apple = false
+            let apple = true
         }
         let external = External()
         let disable_signup = false

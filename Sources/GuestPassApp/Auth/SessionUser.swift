@@ -14,9 +14,12 @@ struct SessionUser: Sendable {
     let createdAt: Date
     let updatedAt: Date
     let lastSignInAt: Date?
+    /// GoTrue identity objects (`guestpass.user_identities`), when the function returned them.
+    let identities: [JSONValue]
 
-    /// Reads the user columns shared by the sign-up, refresh and profile functions.
-    init(row: PostgresRow, appID: UUID, sessionID: UUID, deviceID: UUID?, lastSignInAt: Date?) throws {
+    /// Reads the user columns shared by the sign-up, refresh and profile functions; `identities` from the row's
+    /// `identities` column when `withIdentities` (sign-in with a provider, the profile).
+    init(row: PostgresRow, appID: UUID, sessionID: UUID, deviceID: UUID?, lastSignInAt: Date?, withIdentities: Bool = false) throws {
         self.id = try row.decode(UUID.self, "user_id")
         self.appID = appID
         self.sessionID = sessionID
@@ -28,6 +31,11 @@ struct SessionUser: Sendable {
         self.createdAt = try row.decode(Date.self, "created_at")
         self.updatedAt = try row.decode(Date.self, "updated_at")
         self.lastSignInAt = lastSignInAt
+        if withIdentities, case .array(let identities) = try JSONValue.parse(try row.decode(PostgresJSON.self, "identities").text) {
+            self.identities = identities
+        } else {
+            self.identities = []
+        }
     }
 }
 
@@ -55,7 +63,7 @@ struct UserResponse: Encodable {
         self.last_sign_in_at = user.lastSignInAt.map(Timestamp.rfc3339)
         self.app_metadata = user.appMetadata
         self.user_metadata = user.userMetadata
-        self.identities = []
+        self.identities = user.identities
         self.created_at = Timestamp.rfc3339(user.createdAt)
         self.updated_at = Timestamp.rfc3339(user.updatedAt)
         self.is_anonymous = user.isAnonymous

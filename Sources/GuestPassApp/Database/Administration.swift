@@ -51,6 +51,10 @@ public struct Administration: Sendable {
         public var deviceCheckKeyPath: String?
         public var deviceCheckEnvironment: String?
         public var deviceCheckBaseURL: String?
+        /// Sign in with Apple's accepted audiences (empty = off).
+        public var appleAudiences: [String]?
+        /// Sign in with Apple's base URL (the stand-in).
+        public var appleBaseURL: String?
 
         public init() {}
 
@@ -63,6 +67,8 @@ public struct Administration: Sendable {
                 ("devicecheck_team_id", self.deviceCheckTeamID), ("devicecheck_key_id", self.deviceCheckKeyID),
                 ("devicecheck_key_path", self.deviceCheckKeyPath), ("devicecheck_environment", self.deviceCheckEnvironment),
                 ("devicecheck_base_url", self.deviceCheckBaseURL),
+                ("apple_audiences", self.appleAudiences.map(PostgresTextArray.literal)),
+                ("apple_base_url", self.appleBaseURL),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }

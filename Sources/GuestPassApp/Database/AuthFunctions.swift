@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassApple
 import GuestPassCrypto
 import GuestPassPostgres
 
@@ -110,5 +111,46 @@ extension ServerFunctions {
     /// `guestpass_server.sign_out`: revokes the caller's sessions of `scope`.
     func signOut(_ scope: SignOutScope, as identity: RequestIdentity) async throws {
         _ = try await self.pool.requestTransaction(identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope.rawValue])])
+    }
+}
+
+/// What `guestpass_server.sign_in_with_identity` answered.
+enum IdentitySignInOutcome {
+    /// Signed in (`created` a new user, or `linked` to the caller): the user row.
+    case signedIn(PostgresRow)
+    case identityAlreadyExists
+    case sessionNotFound
+}
+
+extension ServerFunctions {
+    /// `guestpass_server.app_apple_settings`: the caller's app's Sign in with Apple settings, or nil without an app.
+    func appleSettings(as identity: RequestIdentity) async throws -> AppleSettings? {
+        let results = try await self.pool.requestTransaction(
+            identity, readOnly: true,
+            [PostgresStatement("SELECT audiences::text AS audiences, base_url FROM guestpass_server.app_apple_settings()")]
+        )
+        return try results.first?.first.map(AppleSettings.init(row:))
+    }
+
+    /// `guestpass_server.sign_in_with_identity`: signs in with (or, `link`, links the caller to) a verified Apple identity.
+    func signInWithIdentity(
+        _ apple: AppleIdentity, link: Bool, userAgent: String?, sessionID: UUID, refreshTokenHash: String, as identity: RequestIdentity
+    ) async throws -> IdentitySignInOutcome {
+        let statement = PostgresStatement(
+            "SELECT * FROM guestpass_server.sign_in_with_identity('apple', $1, $2, $3, $4, $5, $6, $7, $8)",
+            [
+                apple.subject, apple.email, apple.isPrivateEmail, link, userAgent.map { String($0.prefix(512)) }, identity.clientAddress,
+                sessionID, refreshTokenHash,
+            ]
+        )
+        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+            throw PostgresError(.protocolViolation, message: "sign_in_with_identity returned no row")
+        }
+        switch try row.decode(String.self, "status") {
+        case "signed_in", "created", "linked": return .signedIn(row)
+        case "identity_already_exists": return .identityAlreadyExists
+        case "session_not_found": return .sessionNotFound
+        case let status: throw PostgresError(.protocolViolation, message: "sign_in_with_identity answered an unknown status \(status)")
+        }
     }
 }

@@ -1,0 +1,104 @@
+import AsyncHTTPClient
+import Foundation
+import GuestPassCrypto
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Apple's Sign in with Apple public keys (`<base>/auth/keys`, a JWKS of RS256 keys), cached by `kid`.
+///
+/// Design and limits:
+/// - Keys are fetched on first use and again only when a token names a `kid` the cache does not hold, at most once
+///   per `refreshInterval` (default one minute) per store, so tokens with made-up `kid`s cannot make the server hammer
+///   Apple. Concurrent lookups that need a fetch share one.
+/// - A fetch that fails leaves the cache as it was: while Apple is unreachable, tokens signed with cached keys still
+///   verify. Only a cold cache with Apple unreachable is `keysUnavailable` (the server answers 503).
+/// - Keys Apple stops listing stay cached until the process restarts; Apple rotates rarely and a removed key's tokens
+///   expire within minutes.
+/// - A JWKS entry that is not a usable RS256 key (wrong `kty`, under 2048 bits) is skipped.
+public final class AppleKeyStore: Sendable {
+    /// Where the keys are published: `<baseURL>/auth/keys`.
+    public let keysURL: String
+    private let httpClient: HTTPClient
+    private let refreshInterval: Duration
+    private let timeout: Duration
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        var keys: [String: RSAPublicKey] = [:]
+        var lastFetch: ContinuousClock.Instant?
+        var fetch: Task<Void, Never>?
+    }
+
+    /// - Parameters:
+    ///   - baseURL: Apple's base URL (`https://appleid.apple.com`) or a stand-in's.
+    ///   - refreshInterval: the least time between two fetches.
+    ///   - timeout: the longest a fetch may take.
+    public init(
+        baseURL: String, httpClient: HTTPClient = .shared, refreshInterval: Duration = .seconds(60), timeout: Duration = .seconds(5),
+        logger: Logger
+    ) {
+        self.keysURL = baseURL.hasSuffix("/") ? baseURL + "auth/keys" : baseURL + "/auth/keys"
+        self.httpClient = httpClient
+        self.refreshInterval = refreshInterval
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// The key with `kid` `keyID`, fetching Apple's keys when it is not cached and the last fetch is old enough.
+    ///
+    /// - Throws: `AppleSignInError(.unknownKey)` when Apple does not list it; `.keysUnavailable` when nothing is cached
+    ///   and the keys cannot be fetched.
+    public func key(id keyID: String) async throws -> RSAPublicKey {
+        if let key = self.state.withLockedValue({ $0.keys[keyID] }) { return key }
+        let fetch: Task<Void, Never>? = self.state.withLockedValue { state in
+            if let running = state.fetch { return running }
+            if let last = state.lastFetch, ContinuousClock.now - last < self.refreshInterval { return nil }
+            state.lastFetch = .now
+            let task = Task { await self.fetchKeys() }
+            state.fetch = task
+            return task
+        }
+        await fetch?.value
+        let (key, anyCached) = self.state.withLockedValue { ($0.keys[keyID], !$0.keys.isEmpty) }
+        if let key { return key }
+        guard anyCached else { throw AppleSignInError(.keysUnavailable, "Apple's keys could not be fetched from \(self.keysURL)") }
+        throw AppleSignInError(.unknownKey, "no Apple key with this kid")
+    }
+
+    private func fetchKeys() async {
+        defer { self.state.withLockedValue { $0.fetch = nil } }
+        do {
+            var request = HTTPClientRequest(url: self.keysURL)
+            request.headers.add(name: "Accept", value: "application/json")
+            let response = try await self.httpClient.execute(
+                request, timeout: .nanoseconds(Int64(self.timeout.components.seconds) * 1_000_000_000), logger: self.logger)
+            guard response.status == .ok else {
+                self.logger.warning("Apple keys fetch answered \(response.status.code)", metadata: ["apple.keys_url": "\(self.keysURL)"])
+                return
+            }
+            let body = try await response.body.collect(upTo: 256 * 1024)
+            let keys = try Self.parse(Data(body.readableBytesView))
+            self.state.withLockedValue { state in
+                for (id, key) in keys { state.keys[id] = key }
+            }
+            self.logger.debug("Apple keys fetched", metadata: ["apple.keys": "\(keys.count)"])
+        } catch {
+            self.logger.warning("Apple keys fetch failed", metadata: ["apple.keys_url": "\(self.keysURL)", "error": "\(error)"])
+        }
+    }
+
+    /// The usable RS256 keys of a JWKS document (members all strings, as Apple's are), by `kid`.
+    static func parse(_ data: Data) throws -> [String: RSAPublicKey] {
+        struct KeySet: Decodable {
+            let keys: [[String: String]]
+        }
+        var result: [String: RSAPublicKey] = [:]
+        for entry in try JSONDecoder().decode(KeySet.self, from: data).keys {
+            guard let id = entry["kid"], let key = try? RSAPublicKey(jwk: entry) else { continue }
+            result[id] = key
+        }
+        return result
+    }
+}

@@ -1,0 +1,259 @@
+"""Sign in with Apple end to end: `POST /auth/v1/token?grant_type=id_token` against `guestpass apple-standin`, a real
+HTTP server publishing RS256 keys at `/auth/keys` as Apple does and minting identity tokens, so the production key
+fetch and verification run unchanged.
+
+A guest links Apple and keeps its id and every row; an Apple id already linked elsewhere is refused with 422 and
+nothing changes; every bad token is a 401 that creates nothing; Apple's keys out of reach are a 503 with a cold cache
+and no obstacle with a warm one; the official Python client's `sign_in_with_id_token` works unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+import uuid
+
+import httpx
+import pytest
+
+from conftest import _die_with_parent, api_headers, free_port, psql, run
+from support import assert_error, create_app, guest_headers, make_client, refresh, sign_up_guest
+
+AUDIENCE = "com.example.fortunia"
+TOKEN_URL = "/auth/v1/token?grant_type=id_token"
+
+
+class AppleStandIn:
+    """A running `guestpass apple-standin` and its control endpoints."""
+
+    def __init__(self, url: str, proc: subprocess.Popen):
+        self.url = url
+        self.proc = proc
+
+    def id_token(self, sub: str, **claims) -> str:
+        response = httpx.post(f"{self.url}/_standin/id-token", json={"sub": sub, "aud": AUDIENCE, **claims}, timeout=5)
+        assert response.status_code == 200, response.text
+        return response.json()["id_token"]
+
+    def rotate(self) -> str:
+        return httpx.post(f"{self.url}/_standin/rotate-keys", timeout=5).json()["kid"]
+
+    def outage(self, down: bool) -> None:
+        assert httpx.post(f"{self.url}/_standin/outage", json={"down": down}, timeout=5).status_code == 204
+
+    def key_fetches(self) -> int:
+        return httpx.get(f"{self.url}/_standin/stats", timeout=5).json()["key_fetches"]
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/_standin/stats", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def apple(database):
+    for _attempt in range(3):  # a picked port can be taken in between: retry with another
+        port = free_port()
+        with open(database.workdir / "apple-standin.log", "ab") as log:
+            proc = subprocess.Popen(
+                [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            )
+        stand_in = AppleStandIn(f"http://127.0.0.1:{port}", proc)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and proc.poll() is None and not stand_in.answers():
+            time.sleep(0.1)
+        if stand_in.answers():
+            break
+        stand_in.stop()
+    else:
+        raise RuntimeError("the Apple stand-in did not start")
+    try:
+        yield stand_in
+    finally:
+        stand_in.stop()
+
+
+def configure_apple(database, app, base_url: str) -> None:
+    run(
+        [database.bin, "apps", "configure", "--app", app.app_id, "--apple-audiences", f"{AUDIENCE},com.example.other",
+         "--apple-base-url", base_url],
+        env={"DATABASE_URL": database.super_url},
+    )
+
+
+@pytest.fixture(scope="module")
+def apple_app(database, apple):
+    app = create_app(database, "apple-sign-in")
+    configure_apple(database, app, apple.url)
+    return app
+
+
+def nonce_pair() -> tuple[str, str]:
+    """A raw nonce and what Apple's token carries: hex(sha256(raw))."""
+    raw = uuid.uuid4().hex
+    return raw, hashlib.sha256(raw.encode()).hexdigest()
+
+
+def sign_in(http, server, app, id_token: str, nonce: str | None = None, bearer: str | None = None, link: bool = False):
+    body = {"provider": "apple", "id_token": id_token}
+    if nonce is not None:
+        body["nonce"] = nonce
+    if link:
+        body["link_identity"] = True
+    headers = api_headers(app) if bearer is None else {"apikey": app.publishable_key, "Authorization": f"Bearer {bearer}"}
+    return http.post(server.url + TOKEN_URL, headers=headers, json=body)
+
+
+def users_of(database, app) -> int:
+    return int(psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'"))
+
+
+def rpc(http, server, app, access_token: str, name: str, body: dict | None = None):
+    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {access_token}"}
+    return http.post(f"{server.url}/rest/v1/rpc/{name}", headers=headers, json=body or {})
+
+
+def test_a_guest_links_apple_and_keeps_its_id_rows_credits_and_usage(http, server, database, apple, apple_app):
+    guest = sign_up_guest(http, server, apple_app)
+    for kind in ("palm", "coffee"):
+        assert rpc(http, server, apple_app, guest.access_token, "add_reading", {"p_kind": kind}).status_code == 200
+    run([database.bin, "apps", "grant-credits", "--user", guest.user_id, "--amount", "5"], env={"DATABASE_URL": database.super_url})
+    before = rpc(http, server, apple_app, guest.access_token, "get_quota").json()
+
+    raw, hashed = nonce_pair()
+    response = sign_in(http, server, apple_app, apple.id_token("apple-user-1", nonce=hashed, email="alex@example.com"), raw,
+                       bearer=guest.access_token, link=True)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["user"]["id"] == guest.user_id
+    assert body["user"]["is_anonymous"] is False
+    assert body["user"]["email"] == "alex@example.com"
+    assert [(i["provider"], i["id"]) for i in body["user"]["identities"]] == [("apple", "apple-user-1")]
+    assert body["user"]["app_metadata"]["providers"] == ["apple"]
+    assert body["refresh_token"] != guest.refresh_token
+
+    # The old session ended with its refresh token; the new one works.
+    assert_error(refresh(http, server, apple_app, guest.refresh_token), 400, "session_not_found", echoed=False)
+    assert refresh(http, server, apple_app, body["refresh_token"]).status_code == 200
+
+    readings = rpc(http, server, apple_app, body["access_token"], "list_readings").json()
+    assert sorted(r["kind"] for r in readings) == ["coffee", "palm"]
+    assert rpc(http, server, apple_app, body["access_token"], "get_quota").json() == before
+    profile = http.get(server.url + "/auth/v1/user", headers={"apikey": apple_app.publishable_key,
+                                                             "Authorization": f"Bearer {body['access_token']}"}).json()
+    assert profile["is_anonymous"] is False and profile["identities"][0]["identity_data"]["sub"] == "apple-user-1"
+
+    # Signing in again with the same Apple id, from anywhere, is that user.
+    again = sign_in(http, server, apple_app, apple.id_token("apple-user-1"))
+    assert again.status_code == 200, again.text
+    assert again.json()["user"]["id"] == guest.user_id
+
+
+def test_an_apple_id_linked_elsewhere_is_refused_and_nothing_changes(http, server, database, apple, apple_app):
+    first = sign_up_guest(http, server, apple_app)
+    assert sign_in(http, server, apple_app, apple.id_token("apple-user-2"), bearer=first.access_token, link=True).status_code == 200
+    second = sign_up_guest(http, server, apple_app)
+    assert rpc(http, server, apple_app, second.access_token, "add_reading", {"p_kind": "palm"}).status_code == 200
+
+    response = sign_in(http, server, apple_app, apple.id_token("apple-user-2"), bearer=second.access_token, link=True)
+    assert_error(response, 422, "identity_already_exists", echoed=False)
+    profile = http.get(server.url + "/auth/v1/user", headers=guest_headers(apple_app, second))
+    assert profile.status_code == 200 and profile.json()["is_anonymous"] is True and profile.json()["identities"] == []
+    assert refresh(http, server, apple_app, second.refresh_token).status_code == 200
+    assert len(rpc(http, server, apple_app, second.access_token, "list_readings").json()) == 1
+
+
+def test_first_sign_in_creates_an_account_through_the_python_client(server, database, apple, apple_app):
+    raw, hashed = nonce_pair()
+    client = make_client(server, apple_app)
+    response = client.auth.sign_in_with_id_token(
+        {"provider": "apple", "token": apple.id_token("apple-user-3", nonce=hashed, email="x@privaterelay.appleid.com",
+                                                       is_private_email=True), "nonce": raw}
+    )
+    assert response.user is not None and response.session is not None
+    assert response.user.is_anonymous is False
+    assert response.user.identities[0].provider == "apple"
+    assert response.user.identities[0].identity_data["is_private_email"] is True
+    second = make_client(server, apple_app).auth.sign_in_with_id_token(
+        {"provider": "apple", "token": apple.id_token("apple-user-3")}
+    )
+    assert second.user.id == response.user.id
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["expired", "wrong audience", "wrong issuer", "bad signature", "unknown kid", "hs256", "nonce mismatch",
+     "nonce missing", "nonce not in token", "issued in the future"],
+)
+def test_bad_tokens_are_refused_with_401_and_create_nothing(http, server, database, apple, apple_app, case):
+    raw, hashed = nonce_pair()
+    sub = f"refused-{uuid.uuid4()}"
+    token, nonce = {
+        "expired": (lambda: (apple.id_token(sub, expires_in=-600), None)),
+        "wrong audience": (lambda: (apple.id_token(sub, aud="com.evil.app"), None)),
+        "wrong issuer": (lambda: (apple.id_token(sub, iss="https://evil.example.com"), None)),
+        "bad signature": (lambda: (apple.id_token(sub, foreign_key=True), None)),
+        "unknown kid": (lambda: (apple.id_token(sub, kid="no-such-kid"), None)),
+        "hs256": (lambda: (hs256_token(sub), None)),
+        "nonce mismatch": (lambda: (apple.id_token(sub, nonce=hashed), raw + "x")),
+        "nonce missing": (lambda: (apple.id_token(sub, nonce=hashed), None)),
+        "nonce not in token": (lambda: (apple.id_token(sub), raw)),
+        "issued in the future": (lambda: (apple.id_token(sub, iat_offset=3600, expires_in=7200), None)),
+    }[case]()
+    users = users_of(database, apple_app)
+    response = sign_in(http, server, apple_app, token, nonce)
+    assert response.status_code == 401, response.text
+    assert response.json()["code"] in ("bad_jwt", "bad_oauth_callback")
+    assert users_of(database, apple_app) == users
+    identities = psql(database.super_url, f"select count(*) from guestpass.identities where subject = '{sub}'")
+    assert identities == "0"
+
+
+def hs256_token(sub: str) -> str:
+    """An HS256 token claiming to be Apple's (signed with a guessable secret): the algorithm must be refused."""
+    import jwt  # pyjwt
+
+    now = int(time.time())
+    claims = {"iss": "https://appleid.apple.com", "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 600}
+    return jwt.encode(claims, "secret", algorithm="HS256", headers={"kid": "any"})
+
+
+def test_apple_unreachable_is_503_with_a_cold_cache_and_harmless_with_a_warm_one(http, server, database, apple, apple_app):
+    cold = create_app(database, "apple-unreachable")
+    configure_apple(database, cold, f"http://127.0.0.1:{free_port()}")
+    response = sign_in(http, server, cold, apple.id_token("apple-user-4"))
+    assert_error(response, 503, "provider_unavailable", echoed=False)
+    assert users_of(database, cold) == 0
+
+    # Warm: the keys were fetched by earlier sign-ins of apple_app; Apple goes down; known keys still verify.
+    assert sign_in(http, server, apple_app, apple.id_token("apple-user-5")).status_code == 200
+    apple.outage(True)
+    try:
+        assert sign_in(http, server, apple_app, apple.id_token("apple-user-6")).status_code == 200
+    finally:
+        apple.outage(False)
+
+
+def test_a_new_apple_key_is_fetched_once_and_made_up_kids_do_not_hammer_apple(http, server, apple, apple_app):
+    assert sign_in(http, server, apple_app, apple.id_token("apple-user-7")).status_code == 200
+    apple.rotate()
+    fetches = apple.key_fetches()
+    # The new kid is unknown to the server's cache: it fetches the keys once more (if a minute has passed since the
+    # last fetch) or refuses. Either way, 20 tokens with made-up kids cause no fetch beyond that one.
+    first = sign_in(http, server, apple_app, apple.id_token("apple-user-8"))
+    assert first.status_code in (200, 401), first.text
+    for _ in range(20):
+        assert sign_in(http, server, apple_app, apple.id_token("apple-user-9", kid=f"made-up-{uuid.uuid4()}")).status_code == 401
+    assert apple.key_fetches() - fetches <= 1
