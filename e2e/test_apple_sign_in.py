@@ -257,3 +257,24 @@ def test_a_new_apple_key_is_fetched_once_and_made_up_kids_do_not_hammer_apple(ht
     for _ in range(20):
         assert sign_in(http, server, apple_app, apple.id_token("apple-user-9", kid=f"made-up-{uuid.uuid4()}")).status_code == 401
     assert apple.key_fetches() - fetches <= 1
+
+
+def test_twenty_concurrent_first_sign_ins_with_one_apple_id_make_one_account(server, database, apple, apple_app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tokens = [apple.id_token("apple-user-concurrent") for _ in range(20)]
+    clients = [httpx.Client(timeout=30) for _ in tokens]
+    try:
+        with ThreadPoolExecutor(max_workers=len(tokens)) as pool:
+            responses = list(pool.map(lambda i: sign_in(clients[i], server, apple_app, tokens[i]), range(len(tokens))))
+    finally:
+        for client in clients:
+            client.close()
+    assert [response.status_code for response in responses] == [200] * len(tokens), [r.text for r in responses][:3]
+    assert len({response.json()["user"]["id"] for response in responses}) == 1
+    owners = psql(
+        database.super_url,
+        f"select count(distinct user_id) || ' ' || count(*) from guestpass.identities "
+        f"where app_id = '{apple_app.app_id}' and subject = 'apple-user-concurrent'",
+    )
+    assert owners == "1 1"
