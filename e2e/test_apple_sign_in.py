@@ -267,6 +267,103 @@ def test_twenty_concurrent_first_sign_ins_with_one_apple_id_make_one_account(ser
     assert owners == "1 1"
 
 
+def ledger_sum_and_balance(database, user_id: str) -> str:
+    return psql(
+        database.super_url,
+        f"select coalesce((select sum(change) from guestpass.credit_ledger where user_id = '{user_id}'), 0) || ' ' || "
+        f"(select credits_balance from public.users where id = '{user_id}')",
+    )
+
+
+def grant(database, user_id: str, amount: int) -> None:
+    run([database.bin, "apps", "grant-credits", "--user", user_id, "--amount", str(amount)],
+        env={"DATABASE_URL": database.super_url})
+
+
+def merge(http, server, app, access_token: str, guest_refresh_token: str):
+    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {access_token}"}
+    return http.post(server.url + "/v1/account/merge", headers=headers, json={"guest_refresh_token": guest_refresh_token})
+
+
+def test_after_identity_already_exists_the_guest_merges_into_the_account(http, server, database, apple, apple_app):
+    account = sign_in(http, server, apple_app, apple.id_token("apple-user-merge")).json()
+    account_id = account["user"]["id"]
+    assert rpc(http, server, apple_app, account["access_token"], "add_reading", {"p_kind": "face"}).status_code == 200
+    grant(database, account_id, 3)
+
+    guest = sign_up_guest(http, server, apple_app)
+    for kind in ("palm", "coffee"):
+        assert rpc(http, server, apple_app, guest.access_token, "add_reading", {"p_kind": kind}).status_code == 200
+    grant(database, guest.user_id, 4)
+    def used(access_token):
+        quota = rpc(http, server, apple_app, access_token, "get_quota").json()
+        return quota["daily_limit"] - quota["quota_remaining"], quota["daily_limit"]
+
+    used_before, limit = used(account["access_token"])
+    guest_used, _ = used(guest.access_token)
+    assert used_before == 1 and guest_used == 2  # add_reading meters the quota
+
+    refused = sign_in(http, server, apple_app, apple.id_token("apple-user-merge"), bearer=guest.access_token, link=True)
+    assert_error(refused, 422, "identity_already_exists", echoed=False)
+
+    response = merge(http, server, apple_app, account["access_token"], guest.refresh_token)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["user_id"] == account_id and body["merged_user_id"] == guest.user_id
+    assert body["credits_moved"] == 4 and body["credits_balance"] == 7
+    assert body["rows_moved"]["public.readings"] == 2 and body["rows_moved"]["public.devices"] == 1
+
+    readings = rpc(http, server, apple_app, account["access_token"], "list_readings").json()
+    assert sorted(r["kind"] for r in readings) == ["coffee", "face", "palm"]
+    assert ledger_sum_and_balance(database, account_id) == "7 7"
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{guest.user_id}'") == "0"
+    quota = rpc(http, server, apple_app, account["access_token"], "get_quota").json()
+    assert quota["quota_remaining"] == max(limit - used_before - guest_used, 0) and quota["credits_remaining"] == 7
+    # The guest's token is spent: refreshing or merging it again is refused.
+    spent = refresh(http, server, apple_app, guest.refresh_token)
+    assert spent.status_code == 400 and spent.json()["code"] in ("refresh_token_not_found", "session_not_found"), spent.text
+    assert_error(merge(http, server, apple_app, account["access_token"], guest.refresh_token), 400,
+                 "refresh_token_not_found", echoed=False)
+
+
+def test_merge_refuses_what_is_not_a_live_guest_of_the_app(http, server, database, apple, apple_app):
+    account = sign_in(http, server, apple_app, apple.id_token("apple-user-merge-2")).json()
+    assert_error(merge(http, server, apple_app, account["access_token"], account["refresh_token"]), 422, "same_user",
+                 echoed=False)
+    other = sign_in(http, server, apple_app, apple.id_token("apple-user-merge-3")).json()
+    assert_error(merge(http, server, apple_app, account["access_token"], other["refresh_token"]), 422, "not_a_guest",
+                 echoed=False)
+    foreign_app = create_app(database, "merge-foreign")
+    foreign_guest = sign_up_guest(http, server, foreign_app)
+    assert_error(merge(http, server, apple_app, account["access_token"], foreign_guest.refresh_token), 400,
+                 "refresh_token_not_found", echoed=False)
+    signed_out = sign_up_guest(http, server, apple_app)
+    http.post(server.url + "/auth/v1/logout", headers=guest_headers(apple_app, signed_out))
+    assert_error(merge(http, server, apple_app, account["access_token"], signed_out.refresh_token), 400,
+                 "refresh_token_not_found", echoed=False)
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{foreign_guest.user_id}'") == "1"
+
+
+def test_twenty_concurrent_merges_of_one_guest_merge_it_once(server, database, apple, apple_app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with httpx.Client(timeout=30) as http:
+        account = sign_in(http, server, apple_app, apple.id_token("apple-user-merge-4")).json()
+        guest = sign_up_guest(http, server, apple_app)
+        grant(database, guest.user_id, 5)
+    clients = [httpx.Client(timeout=30) for _ in range(20)]
+    try:
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            responses = list(pool.map(
+                lambda i: merge(clients[i], server, apple_app, account["access_token"], guest.refresh_token), range(20)))
+    finally:
+        for client in clients:
+            client.close()
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [200] + [400] * 19, [r.text for r in responses if r.status_code not in (200, 400)]
+    assert ledger_sum_and_balance(database, account["user"]["id"]) == "5 5"
+
+
 # Last in the file: after a rotation the server refuses the new kid until its next fetch (at most one a minute).
 def test_a_new_apple_key_is_fetched_once_and_made_up_kids_do_not_hammer_apple(http, server, apple, apple_app):
     assert sign_in(http, server, apple_app, apple.id_token("apple-user-7")).status_code == 200

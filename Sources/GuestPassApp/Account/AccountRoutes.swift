@@ -1,0 +1,100 @@
+import Foundation
+import GuestPassCrypto
+import GuestPassPostgres
+import Hummingbird
+
+/// Account routes under `/v1/account` (GoTrue's error shape), for a signed-in user.
+///
+/// `POST /v1/account/merge` `{guest_refresh_token}`: merges a guest into the caller's account
+/// (`guestpass_server.merge_guest`, one transaction), after linking Apple answered `identity_already_exists`: the app
+/// signs in to the existing account and sends the guest's refresh token as proof of possession. Answers
+/// `{user_id, merged_user_id, credits_moved, credits_balance, rows_moved}`. A token that is not a live refresh token of
+/// this app (revoked, another app's, already merged) is 400 `refresh_token_not_found`; the caller's own, 422
+/// `same_user`; a token of a user who is not a guest, 422 `not_a_guest`; a unique-key conflict while moving rows, 409
+/// `merge_conflict`, and nothing changed.
+struct AccountRoutes: Sendable {
+    let functions: ServerFunctions
+    let authenticator: Authenticator
+    let tokens: TokenService
+    /// The exposed schemas whose rows a merge moves (public always).
+    let schemas: [String]
+
+    static let bodyLimit = 4 * 1024
+
+    func register(on router: Router<AppRequestContext>) {
+        router.group("v1/account").add(middleware: ErrorMiddleware(dialect: .goTrue))
+            .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+            .group(context: SignedInContext.self)
+            .post("merge") { request, context in try await self.merge(request, context) }
+    }
+
+    struct MergeResponse: ResponseEncodable {
+        let user_id: String
+        let merged_user_id: String
+        let credits_moved: Int
+        let credits_balance: Int
+        let rows_moved: JSONValue
+    }
+
+    func merge(_ request: Request, _ context: SignedInContext) async throws -> MergeResponse {
+        var request = request
+        let body = try await request.jsonObject(limit: Self.bodyLimit)
+        guard let presented = body["guest_refresh_token"]?.stringValue, !presented.isEmpty else {
+            throw APIError.validation("guest_refresh_token is required")
+        }
+        guard let parsed = self.tokens.parseRefreshToken(presented) else { throw AuthRoutes.refreshTokenNotFound }
+        let outcome: MergeOutcome
+        do {
+            outcome = try await self.functions.mergeGuest(
+                session: parsed.session, tokenHash: Digest.sha256Hex(presented), schemas: self.schemas, as: context.caller.identity
+            )
+        } catch let error as PostgresError where error.sqlState == .uniqueViolation {
+            throw APIError(
+                .conflict, code: "merge_conflict",
+                message: "A row of the guest conflicts with one of the account (a unique key); nothing was merged"
+            )
+        }
+        switch outcome {
+        case .merged(let guest, let creditsMoved, let balance, let rows):
+            return MergeResponse(
+                user_id: context.token.userID.lowercasedString, merged_user_id: guest.lowercasedString, credits_moved: creditsMoved,
+                credits_balance: balance, rows_moved: rows
+            )
+        case .tokenNotFound: throw AuthRoutes.refreshTokenNotFound
+        case .sameUser: throw APIError(.unprocessableContent, code: "same_user", message: "The refresh token is the account's own")
+        case .notAGuest: throw APIError(.unprocessableContent, code: "not_a_guest", message: "Only a guest can be merged into an account")
+        }
+    }
+}
+
+/// What `guestpass_server.merge_guest` answered.
+enum MergeOutcome {
+    case merged(guest: UUID, creditsMoved: Int, balance: Int, rows: JSONValue)
+    case tokenNotFound
+    case sameUser
+    case notAGuest
+}
+
+extension ServerFunctions {
+    /// `guestpass_server.merge_guest`: merges the guest of refresh token `tokenHash` (session `session`) into the caller.
+    func mergeGuest(session: UUID, tokenHash: String, schemas: [String], as identity: RequestIdentity) async throws -> MergeOutcome {
+        let statement = PostgresStatement(
+            "SELECT * FROM guestpass_server.merge_guest($1, $2, $3::text[])", [session, tokenHash, PostgresTextArray.literal(schemas)]
+        )
+        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+            throw PostgresError(.protocolViolation, message: "merge_guest returned no row")
+        }
+        switch try row.decode(String.self, "status") {
+        case "merged":
+            return .merged(
+                guest: try row.decode(UUID.self, "guest_id"), creditsMoved: try row.decode(Int.self, "credits_moved"),
+                balance: try row.decode(Int.self, "credits_balance"),
+                rows: try JSONValue.parse(try row.decode(PostgresJSON.self, "rows_moved").text)
+            )
+        case "refresh_token_not_found": return .tokenNotFound
+        case "same_user": return .sameUser
+        case "not_a_guest": return .notAGuest
+        case let status: throw PostgresError(.protocolViolation, message: "merge_guest answered an unknown status \(status)")
+        }
+    }
+}
