@@ -100,6 +100,22 @@ CREATE FUNCTION auth.device_id() RETURNS uuid
 COMMENT ON FUNCTION auth.device_id() IS 'The caller''s device: the public id of a public.devices row (claim device_id), or null.';
 
 --
+-- Name: has_role(text); Type: FUNCTION; Schema: auth; Owner: -
+--
+
+CREATE FUNCTION auth.has_role(p_role text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    select coalesce((auth.jwt() -> 'app_metadata' -> 'roles') ? p_role, false)
+$$;
+
+--
+-- Name: FUNCTION has_role(p_role text); Type: COMMENT; Schema: auth; Owner: -
+--
+
+COMMENT ON FUNCTION auth.has_role(p_role text) IS 'Whether the request''s access token lists p_role in app_metadata.roles (public.complete_account_setup assigns them). Reads the claims only: inlinable into policies.';
+
+--
 -- Name: jwt(); Type: FUNCTION; Schema: auth; Owner: -
 --
 
@@ -145,6 +161,22 @@ CREATE FUNCTION auth.uid() RETURNS uuid
 --
 
 COMMENT ON FUNCTION auth.uid() IS 'The caller''s user id (claim sub), or null. Policies should call it as (select auth.uid()).';
+
+--
+-- Name: account_name(text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.account_name(p_name text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select case when btrim(p_name) = '' or lower(btrim(p_name)) = 'user' then null else btrim(p_name) end
+$$;
+
+--
+-- Name: FUNCTION account_name(p_name text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.account_name(p_name text) IS 'GuestPass internal: p_name trimmed of spaces, or null when that is empty or the placeholder User (any case). A partial name (Alex) is a name.';
 
 --
 -- Name: apply_credit_change(uuid, integer, text, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -607,6 +639,28 @@ CREATE FUNCTION guestpass.iso_utc(p_at timestamp with time zone) RETURNS text
 --
 
 COMMENT ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) IS 'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the session''s TimeZone). Inlinable: one expression, no SET clause.';
+
+--
+-- Name: mark_account_setup(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.mark_account_setup() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+    new.app_metadata := new.app_metadata || jsonb_build_object(
+        'needs_account_setup', guestpass.account_name(new.user_metadata ->> 'full_name') is null
+    );
+    return new;
+end
+$$;
+
+--
+-- Name: FUNCTION mark_account_setup(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.mark_account_setup() IS 'GuestPass: trigger function of users_mark_account_setup: sets app_metadata.needs_account_setup to whether the account has no name (guestpass.account_name of user_metadata.full_name is null).';
 
 --
 -- Name: peek_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2026,6 +2080,148 @@ $$;
 COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), both read in one statement before any write (an empty one found goes through guestpass.peek_rate_limit / sharded_rate_limit) and taken after the writes, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
+-- Name: update_user(jsonb); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.update_user(p_data jsonb) RETURNS TABLE(user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, session_active boolean, identities jsonb)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_key text;
+    v_name text;
+    v_given text;
+    v_family text;
+    v_metadata jsonb;
+    v_columns constant text[] := array['timezone', 'language', 'onboarding_completed', 'notification_enabled'];
+    v_name_keys constant text[] := array['full_name', 'given_name', 'family_name'];
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    -- A signed-out session changes nothing (no row: the server answers session_not_found).
+    if not exists (
+        select 1 from guestpass.sessions as s
+        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.app_id = v_app and s.revoked_at is null
+    ) then
+        return;
+    end if;
+    if p_data is null or jsonb_typeof(p_data) <> 'object' then
+        raise exception using errcode = '22023', message = 'data must be a JSON object';
+    end if;
+    if octet_length(p_data::text) > 16384 then
+        raise exception using errcode = '22023', message = 'data is larger than 16 KiB';
+    end if;
+    foreach v_key in array v_name_keys || array['timezone', 'language', 'avatar_url'] loop
+        if jsonb_typeof(p_data -> v_key) not in ('string', 'null') then
+            raise exception using errcode = '22023', message = format('%s must be a string', v_key);
+        end if;
+    end loop;
+    foreach v_key in array v_name_keys loop
+        if char_length(btrim(p_data ->> v_key)) > 200 then
+            raise exception using errcode = '22023', message = format('%s is longer than 200 characters', v_key);
+        end if;
+        if p_data ->> v_key ~ '[[:cntrl:]]' then
+            raise exception using errcode = '22023', message = format('%s must not contain control characters', v_key);
+        end if;
+    end loop;
+    foreach v_key in array array['onboarding_completed', 'notification_enabled'] loop
+        if jsonb_typeof(p_data -> v_key) not in ('boolean', 'null') then
+            raise exception using errcode = '22023', message = format('%s must be a boolean', v_key);
+        end if;
+    end loop;
+    if char_length(p_data ->> 'language') > 35 or p_data ->> 'language' !~ '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' then
+        raise exception using errcode = '22023', message = 'language must be a language tag such as en or pt-BR';
+    end if;
+    if char_length(p_data ->> 'avatar_url') > 2048 or p_data ->> 'avatar_url' !~ '^https://[^[:space:]]+$' then
+        raise exception using errcode = '22023', message = 'avatar_url must be an https URL of at most 2048 characters';
+    end if;
+
+    -- The name: full_name, else given_name + family_name. An empty or placeholder name never replaces a stored one.
+    v_given := guestpass.account_name(p_data ->> 'given_name');
+    v_family := guestpass.account_name(p_data ->> 'family_name');
+    v_name := coalesce(guestpass.account_name(p_data ->> 'full_name'), guestpass.account_name(concat_ws(' ', v_given, v_family)));
+    v_metadata := p_data - v_name_keys - v_columns;
+    if v_name is not null then
+        v_metadata := v_metadata || jsonb_strip_nulls(jsonb_build_object(
+            'full_name', v_name, 'given_name', v_given, 'family_name', v_family
+        ));
+    end if;
+    -- The columns' keys are echoed in user_metadata, which is what the user object shows.
+    v_metadata := v_metadata || jsonb_strip_nulls(jsonb_build_object(
+        'timezone', p_data -> 'timezone', 'language', p_data -> 'language',
+        'onboarding_completed', p_data -> 'onboarding_completed', 'notification_enabled', p_data -> 'notification_enabled'
+    ));
+
+    update public.users as u
+    set user_metadata = u.user_metadata || v_metadata,
+        timezone = coalesce(p_data ->> 'timezone', u.timezone),
+        language = coalesce(p_data ->> 'language', u.language),
+        onboarding_completed = coalesce((p_data ->> 'onboarding_completed')::boolean, u.onboarding_completed),
+        notification_enabled = coalesce((p_data ->> 'notification_enabled')::boolean, u.notification_enabled)
+    where u.id = v_user and u.app_id = v_app;
+    if octet_length((select u.user_metadata::text from public.users as u where u.id = v_user)) > 16384 then
+        raise exception using errcode = '22023', message = 'user metadata would be larger than 16 KiB';
+    end if;
+
+    return query select * from guestpass_server.current_user_profile();
+end
+$_$;
+
+--
+-- Name: FUNCTION update_user(p_data jsonb); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.update_user(p_data jsonb) IS 'GuestPass server: PUT /auth/v1/user''s data for the caller (claims sub and app_id). The name: full_name, else given_name + family_name, trimmed (guestpass.account_name); empty, whitespace-only or User never replaces a stored name; at most 200 characters, no control characters. timezone (IANA, checked by the users trigger), language (a language tag), onboarding_completed and notification_enabled (booleans) set their columns and are echoed in user_metadata; avatar_url (https) and every other key are merged into user_metadata (at most 16 KiB). Returns guestpass_server.current_user_profile(), or no row (and no change) when the claims'' session is not live. Raises 22023 on invalid values, 42501 without a user.';
+
+--
+-- Name: complete_account_setup(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.complete_account_setup(p_full_name text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_name text := guestpass.account_name(p_full_name);
+    v_role text;
+    v_roles jsonb;
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    if v_name is null then
+        raise exception using errcode = '22023', message = 'a full name is required (not empty, not User)';
+    end if;
+    if char_length(v_name) > 200 or v_name ~ '[[:cntrl:]]' then
+        raise exception using errcode = '22023', message = 'the full name must be at most 200 characters, without control characters';
+    end if;
+    -- The user's lock: concurrent setups run one at a time.
+    perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for no key update;
+
+    select a.default_role into v_role from guestpass.apps as a where a.id = v_app;
+    if v_role is not null then
+        insert into guestpass.user_roles (user_id, app_id, role) values (v_user, v_app, v_role) on conflict do nothing;
+    end if;
+    select coalesce(jsonb_agg(r.role order by r.role), '[]'::jsonb) into v_roles
+    from guestpass.user_roles as r where r.user_id = v_user;
+
+    update public.users as u
+    set user_metadata = u.user_metadata || jsonb_build_object('full_name', v_name),
+        app_metadata = u.app_metadata || jsonb_build_object('roles', v_roles)
+    where u.id = v_user;
+
+    return jsonb_build_object('full_name', v_name, 'roles', v_roles, 'needs_account_setup', false);
+end
+$$;
+
+--
+-- Name: FUNCTION complete_account_setup(p_full_name text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.complete_account_setup(p_full_name text) IS 'Account setup for the caller: stores p_full_name (trimmed; 22023 when empty, whitespace or User, longer than 200 characters or with control characters), which clears needs_account_setup, and assigns the app''s default role once (guestpass.apps.default_role; running it twice or concurrently leaves one role row). Returns {full_name, roles, needs_account_setup}. The access token carries the new app_metadata from the next refresh.';
+
+--
 -- Name: consume_quota(uuid, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2231,9 +2427,11 @@ CREATE TABLE guestpass.apps (
     devicecheck_base_url text,
     apple_audiences text[] DEFAULT '{}'::text[] NOT NULL,
     apple_base_url text,
+    default_role text,
     CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
     CONSTRAINT apps_daily_free_allowance_check CHECK ((daily_free_allowance >= 0)),
+    CONSTRAINT apps_default_role_check CHECK ((default_role ~ '^[a-z][a-z0-9_]{0,39}$'::text)),
     CONSTRAINT apps_devicecheck_base_url_check CHECK ((devicecheck_base_url ~ '^https?://[^/?#]+'::text)),
     CONSTRAINT apps_devicecheck_environment_check CHECK ((devicecheck_environment = ANY (ARRAY['development'::text, 'production'::text]))),
     CONSTRAINT apps_devicecheck_key_id_check CHECK ((devicecheck_key_id <> ''::text)),
@@ -2305,6 +2503,12 @@ COMMENT ON COLUMN guestpass.apps.apple_audiences IS 'Sign in with Apple: the aud
 --
 
 COMMENT ON COLUMN guestpass.apps.apple_base_url IS 'Sign in with Apple: the base URL of Apple''s endpoints (/auth/keys), e.g. a local stand-in; null = https://appleid.apple.com.';
+
+--
+-- Name: COLUMN apps.default_role; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.default_role IS 'The role public.complete_account_setup assigns once (e.g. client); null = none.';
 
 --
 -- Name: consumptions; Type: TABLE; Schema: guestpass; Owner: -
@@ -2585,6 +2789,26 @@ ALTER TABLE ONLY guestpass.sessions FORCE ROW LEVEL SECURITY;
 COMMENT ON TABLE guestpass.sessions IS 'GuestPass: one row per sign-in (the session_id claim). device_id is the public id of the device signed in from, if any. refreshed_at is the last refresh-token rotation; a session with revoked_at set is signed out and none of its refresh tokens work any more.';
 
 --
+-- Name: user_roles; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.user_roles (
+    user_id uuid NOT NULL,
+    app_id uuid NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT user_roles_role_check CHECK ((role ~ '^[a-z][a-z0-9_]{0,39}$'::text))
+);
+
+ALTER TABLE ONLY guestpass.user_roles FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE user_roles; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.user_roles IS 'GuestPass: the roles of a user (one row per role), mirrored into users.app_metadata.roles so that access tokens carry them (auth.has_role).';
+
+--
 -- Name: devices; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2801,6 +3025,13 @@ ALTER TABLE ONLY guestpass.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
 
 --
+-- Name: user_roles user_roles_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.user_roles
+    ADD CONSTRAINT user_roles_pkey PRIMARY KEY (user_id, role);
+
+--
 -- Name: devices devices_app_secret_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2955,6 +3186,12 @@ CREATE TRIGGER users_check_timezone BEFORE UPDATE OF timezone ON public.users FO
 COMMENT ON TRIGGER users_check_timezone ON public.users IS 'GuestPass: a changed time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
 
 --
+-- Name: users users_mark_account_setup; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_mark_account_setup BEFORE INSERT OR UPDATE ON public.users FOR EACH ROW WHEN ((NOT new.is_anonymous)) EXECUTE FUNCTION guestpass.mark_account_setup();
+
+--
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3052,6 +3289,13 @@ ALTER TABLE ONLY guestpass.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
+-- Name: user_roles user_roles_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.user_roles
+    ADD CONSTRAINT user_roles_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3136,6 +3380,12 @@ ALTER TABLE guestpass.refresh_tokens ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE guestpass.sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_roles; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.user_roles ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: devices; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3234,6 +3484,14 @@ REVOKE ALL ON FUNCTION auth.device_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.device_id() TO anon;
 GRANT ALL ON FUNCTION auth.device_id() TO authenticated;
 GRANT ALL ON FUNCTION auth.device_id() TO service_role;
+
+--
+-- Name: FUNCTION has_role(p_role text); Type: ACL; Schema: auth; Owner: -
+--
+
+GRANT ALL ON FUNCTION auth.has_role(p_role text) TO anon;
+GRANT ALL ON FUNCTION auth.has_role(p_role text) TO authenticated;
+GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
 
 --
 -- Name: FUNCTION jwt(); Type: ACL; Schema: auth; Owner: -
@@ -3466,7 +3724,6 @@ REVOKE ALL ON FUNCTION guestpass.user_identities(p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION guestpass_server.app_apple_settings() FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.app_apple_settings() TO anon;
-GRANT ALL ON FUNCTION guestpass_server.app_apple_settings() TO authenticated;
 
 --
 -- Name: FUNCTION app_devicecheck_settings(); Type: ACL; Schema: guestpass_server; Owner: -
@@ -3545,6 +3802,20 @@ GRANT ALL ON FUNCTION guestpass_server.sign_out(p_scope text) TO authenticated;
 
 REVOKE ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) TO anon;
+
+--
+-- Name: FUNCTION update_user(p_data jsonb); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.update_user(p_data jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.update_user(p_data jsonb) TO authenticated;
+
+--
+-- Name: FUNCTION complete_account_setup(p_full_name text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.complete_account_setup(p_full_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.complete_account_setup(p_full_name text) TO authenticated;
 
 --
 -- Name: FUNCTION consume_quota(p_user_id uuid, p_request_id text); Type: ACL; Schema: public; Owner: -

@@ -26,6 +26,7 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "Sign in with Apple: the accepted audiences (bundle ids, Services ids), comma-separated; \"\" turns it off.")
         var appleAudiences: String?
         @Option(help: "Sign in with Apple: a base URL instead of https://appleid.apple.com (the local stand-in).") var appleBaseUrl: String?
+        @Option(help: "The role complete_account_setup assigns once (e.g. client).") var defaultRole: String?
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
@@ -48,6 +49,7 @@ struct AppsCommand: AsyncParsableCommand {
                 $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             }
             settings.appleBaseURL = self.appleBaseUrl
+            settings.defaultRole = self.defaultRole
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

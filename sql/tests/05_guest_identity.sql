@@ -159,15 +159,20 @@ select is(
         order by 1
     ),
     array[
+        'guestpass_server.app_apple_settings to anon',
         'guestpass_server.app_devicecheck_settings to authenticated',
         'guestpass_server.current_user_profile to authenticated',
         'guestpass_server.devicecheck_begin to authenticated',
         'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.devicecheck_take_lease to authenticated',
+        'guestpass_server.merge_guest to authenticated',
         'guestpass_server.refresh_session to anon',
         'guestpass_server.resolve_api_key to anon',
+        'guestpass_server.sign_in_with_identity to anon',
+        'guestpass_server.sign_in_with_identity to authenticated',
         'guestpass_server.sign_out to authenticated',
         'guestpass_server.sign_up_guest to anon',
+        'guestpass_server.update_user to authenticated',
         'public.create_guest_user to anon',
         'public.create_guest_user to authenticated',
         'public.create_guest_user to service_role'

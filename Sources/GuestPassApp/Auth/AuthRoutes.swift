@@ -26,6 +26,7 @@ struct AuthRoutes: Sendable {
             .post("token") { request, context in try await self.token(request, context) }
         keyed.group(context: SignedInContext.self)
             .get("user") { _, context in try await self.user(context) }
+            .put("user") { request, context in try await self.updateUser(request, context) }
             .post("logout") { request, context in try await self.logout(request, context) }
         auth.get("settings") { _, _ in Settings() }
         auth.get(".well-known/jwks.json") { _, _ in
@@ -115,6 +116,27 @@ struct AuthRoutes: Sendable {
     func user(_ context: SignedInContext) async throws -> UserResponse {
         let (caller, token) = (context.caller, context.token)
         guard let row = try await self.functions.currentUserProfile(as: caller.identity) else {
+            throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
+        }
+        let user = try SessionUser(
+            row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true
+        )
+        return UserResponse(user, audience: self.configuration.audience)
+    }
+
+    // MARK: PUT /auth/v1/user {data}
+
+    /// Updates the caller's profile from `data` (`guestpass_server.update_user`: the name asked once, timezone,
+    /// language, flags, avatar, other keys into user_metadata). Email, phone and password changes are not offered.
+    func updateUser(_ request: Request, _ context: SignedInContext) async throws -> UserResponse {
+        var request = request
+        let (caller, token) = (context.caller, context.token)
+        let body = try await request.jsonObject(limit: Self.signUpBodyLimit)
+        for key in ["email", "phone", "password"] where body[key] != nil && body[key] != .null {
+            throw APIError(.unprocessableContent, code: "\(key)_change_disabled", message: "Only data can be updated")
+        }
+        guard case .object(let data)? = body["data"] else { throw APIError.validation("data must be a JSON object") }
+        guard let row = try await self.functions.updateUser(data: data, as: caller.identity) else {
             throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
         }
         let user = try SessionUser(

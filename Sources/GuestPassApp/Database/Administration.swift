@@ -55,6 +55,8 @@ public struct Administration: Sendable {
         public var appleAudiences: [String]?
         /// Sign in with Apple's base URL (the stand-in).
         public var appleBaseURL: String?
+        /// The role account setup assigns once.
+        public var defaultRole: String?
 
         public init() {}
 
@@ -68,7 +70,7 @@ public struct Administration: Sendable {
                 ("devicecheck_key_path", self.deviceCheckKeyPath), ("devicecheck_environment", self.deviceCheckEnvironment),
                 ("devicecheck_base_url", self.deviceCheckBaseURL),
                 ("apple_audiences", self.appleAudiences.map(PostgresTextArray.literal)),
-                ("apple_base_url", self.appleBaseURL),
+                ("apple_base_url", self.appleBaseURL), ("default_role", self.defaultRole),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }

@@ -103,6 +103,17 @@ extension ServerFunctions {
         return row
     }
 
+    /// `guestpass_server.update_user`: applies `data` to the caller's profile; the user as current_user_profile shows it,
+    /// or nil when the session is gone.
+    func updateUser(data: [String: JSONValue], as identity: RequestIdentity) async throws -> PostgresRow? {
+        let results = try await self.pool.requestTransaction(
+            identity,
+            [PostgresStatement("SELECT * FROM guestpass_server.update_user($1::jsonb)", [PostgresJSON(text: JSONValue.object(data).jsonText)])]
+        )
+        guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else { return nil }
+        return row
+    }
+
     /// The scopes of `guestpass_server.sign_out`.
     enum SignOutScope: String {
         case global, local, others
