@@ -21,6 +21,8 @@ from conftest import _die_with_parent, api_headers, free_port, psql, run
 from support import assert_error, create_app, guest_headers, make_client, refresh, sign_up_guest
 
 AUDIENCE = "com.example.fortunia"
+TEAM_ID = "TEAM000001"
+KEY_ID = "SIWAKEY001"
 TOKEN_URL = "/auth/v1/token?grant_type=id_token"
 
 
@@ -45,6 +47,14 @@ class AppleStandIn:
     def key_fetches(self) -> int:
         return httpx.get(f"{self.url}/_standin/stats", timeout=5).json()["key_fetches"]
 
+    def revoked(self) -> list[str]:
+        return httpx.get(f"{self.url}/_standin/stats", timeout=5).json()["revoked"]
+
+    def authorization_code(self, sub: str) -> str:
+        response = httpx.post(f"{self.url}/_standin/authorization-code", json={"sub": sub, "aud": AUDIENCE}, timeout=5)
+        assert response.status_code == 200, response.text
+        return response.json()["code"]
+
     def answers(self) -> bool:
         try:
             return httpx.get(f"{self.url}/_standin/stats", timeout=2).status_code == 200
@@ -63,14 +73,19 @@ class AppleStandIn:
 
 @pytest.fixture(scope="module")
 def apple(database):
+    key_file = database.workdir / "siwa-key.p8"
+    if not key_file.exists():
+        run([database.bin, "keys", "generate", "--out", str(key_file)])
     for _attempt in range(3):  # a picked port can be taken in between: retry with another
         port = free_port()
         with open(database.workdir / "apple-standin.log", "ab") as log:
             proc = subprocess.Popen(
-                [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port)],
+                [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port), "--team-id", TEAM_ID,
+                 "--key-id", KEY_ID, "--key-file", str(key_file)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             )
         stand_in = AppleStandIn(f"http://127.0.0.1:{port}", proc)
+        stand_in.key_file = key_file
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and proc.poll() is None and not stand_in.answers():
             time.sleep(0.1)
@@ -85,10 +100,11 @@ def apple(database):
         stand_in.stop()
 
 
-def configure_apple(database, app, base_url: str) -> None:
+def configure_apple(database, app, base_url: str, key_file=None) -> None:
+    key = ["--apple-team-id", TEAM_ID, "--apple-key-id", KEY_ID, "--apple-key-path", str(key_file)] if key_file else []
     run(
         [database.bin, "apps", "configure", "--app", app.app_id, "--apple-audiences", f"{AUDIENCE},com.example.other",
-         "--apple-base-url", base_url],
+         "--apple-base-url", base_url, *key],
         env={"DATABASE_URL": database.super_url},
     )
 
@@ -96,7 +112,7 @@ def configure_apple(database, app, base_url: str) -> None:
 @pytest.fixture(scope="module")
 def apple_app(database, apple):
     app = create_app(database, "apple-sign-in")
-    configure_apple(database, app, apple.url)
+    configure_apple(database, app, apple.url, apple.key_file)
     return app
 
 
@@ -106,8 +122,11 @@ def nonce_pair() -> tuple[str, str]:
     return raw, hashlib.sha256(raw.encode()).hexdigest()
 
 
-def sign_in(http, server, app, id_token: str, nonce: str | None = None, bearer: str | None = None, link: bool = False):
+def sign_in(http, server, app, id_token: str, nonce: str | None = None, bearer: str | None = None, link: bool = False,
+            code: str | None = None):
     body = {"provider": "apple", "id_token": id_token}
+    if code is not None:
+        body["authorization_code"] = code
     if nonce is not None:
         body["nonce"] = nonce
     if link:

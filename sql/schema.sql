@@ -1222,18 +1222,20 @@ COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass interna
 -- Name: app_apple_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.app_apple_settings() RETURNS TABLE(audiences text[], base_url text)
+CREATE FUNCTION guestpass_server.app_apple_settings() RETURNS TABLE(audiences text[], base_url text, team_id text, key_id text, key_path text)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select a.apple_audiences, a.apple_base_url from guestpass.apps as a where a.id = auth.app_id()
+    select a.apple_audiences, a.apple_base_url, a.apple_team_id, a.apple_key_id, a.apple_key_path
+    from guestpass.apps as a
+    where a.id = auth.app_id()
 $$;
 
 --
 -- Name: FUNCTION app_apple_settings(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.app_apple_settings() IS 'GuestPass server: the Sign in with Apple settings of the caller''s app (claim app_id): accepted audiences and Apple''s base URL (null = Apple''s own); no row without a known app.';
+COMMENT ON FUNCTION guestpass_server.app_apple_settings() IS 'GuestPass server: the Sign in with Apple settings of the caller''s app (claim app_id): accepted audiences, Apple''s base URL (null = Apple''s own), team id, key id and .p8 key path (null = no code exchange or revocation); no row without a known app.';
 
 --
 -- Name: app_devicecheck_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1282,6 +1284,61 @@ $$;
 --
 
 COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities).';
+
+--
+-- Name: delete_account(text[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.delete_account(p_schemas text[]) RETURNS TABLE(apple_subject text, apple_client_id text, apple_refresh_token bytea)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_fk record;
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for update;
+    if not found then
+        return;
+    end if;
+
+    return query
+    select i.subject, i.apple_client_id, i.apple_refresh_token
+    from guestpass.identities as i
+    where i.user_id = v_user and i.provider = 'apple' and i.apple_refresh_token is not null;
+
+    -- Rows that would block the delete (a foreign key without ON DELETE CASCADE / SET NULL) go first.
+    for v_fk in
+        select n.nspname as schema_name, c.relname as table_name, a.attname as column_name
+        from pg_catalog.pg_constraint as k
+        join pg_catalog.pg_class as c on c.oid = k.conrelid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        cross join lateral unnest(k.conkey, k.confkey) as m (local_attnum, referenced_attnum)
+        join pg_catalog.pg_attribute as a on a.attrelid = k.conrelid and a.attnum = m.local_attnum
+        join pg_catalog.pg_attribute as r on r.attrelid = k.confrelid and r.attnum = m.referenced_attnum
+        where k.contype = 'f'
+          and k.confrelid = 'public.users'::regclass
+          and k.confdeltype not in ('c', 'n', 'd')
+          and r.attname = 'id'
+          and n.nspname = any (array_append(coalesce(p_schemas, '{}'), 'public'))
+          and n.nspname not in ('guestpass', 'guestpass_server', 'auth')
+        order by n.nspname, c.relname, a.attname
+    loop
+        execute format('delete from %I.%I where %I = $1', v_fk.schema_name, v_fk.table_name, v_fk.column_name)
+            using v_user;
+    end loop;
+
+    delete from public.users as u where u.id = v_user;
+end
+$_$;
+
+--
+-- Name: FUNCTION delete_account(p_schemas text[]); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.delete_account(p_schemas text[]) IS 'GuestPass server: deletes the caller (claims sub and app_id) and every row that references it: rows of public and p_schemas whose foreign key to public.users does not cascade are deleted first (from the catalog), then the user with everything that cascades (sessions, refresh tokens, devices, identities, ledger, usage, roles). Returns the user''s sealed Apple refresh tokens with their client ids, for the server to revoke after the commit; no row and nothing deleted when the user is already gone.';
 
 --
 -- Name: devicecheck_begin(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -2080,6 +2137,26 @@ $$;
 COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), both read in one statement before any write (an empty one found goes through guestpass.peek_rate_limit / sharded_rate_limit) and taken after the writes, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
+-- Name: store_apple_refresh_token(text, text, bytea); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    update guestpass.identities as i
+    set apple_client_id = p_client_id, apple_refresh_token = p_sealed, updated_at = guestpass.clock()
+    where i.app_id = auth.app_id() and i.provider = 'apple' and i.subject = p_subject
+    returning true
+$$;
+
+--
+-- Name: FUNCTION store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea) IS 'GuestPass server: keeps Apple''s refresh token (sealed by the server) and the client id for the Apple identity p_subject of the caller''s app (claim app_id), after a sign-in in the same transaction. Returns true, or no row when there is no such identity.';
+
+--
 -- Name: update_user(jsonb); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -2428,8 +2505,13 @@ CREATE TABLE guestpass.apps (
     apple_audiences text[] DEFAULT '{}'::text[] NOT NULL,
     apple_base_url text,
     default_role text,
+    apple_team_id text,
+    apple_key_id text,
+    apple_key_path text,
     CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
+    CONSTRAINT apps_apple_key_id_check CHECK ((apple_key_id ~ '^[A-Z0-9]{10}$'::text)),
+    CONSTRAINT apps_apple_team_id_check CHECK ((apple_team_id ~ '^[A-Z0-9]{10}$'::text)),
     CONSTRAINT apps_daily_free_allowance_check CHECK ((daily_free_allowance >= 0)),
     CONSTRAINT apps_default_role_check CHECK ((default_role ~ '^[a-z][a-z0-9_]{0,39}$'::text)),
     CONSTRAINT apps_devicecheck_base_url_check CHECK ((devicecheck_base_url ~ '^https?://[^/?#]+'::text)),
@@ -2509,6 +2591,24 @@ COMMENT ON COLUMN guestpass.apps.apple_base_url IS 'Sign in with Apple: the base
 --
 
 COMMENT ON COLUMN guestpass.apps.default_role IS 'The role public.complete_account_setup assigns once (e.g. client); null = none.';
+
+--
+-- Name: COLUMN apps.apple_team_id; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.apple_team_id IS 'Sign in with Apple: the Apple team id (the client secret''s iss).';
+
+--
+-- Name: COLUMN apps.apple_key_id; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.apple_key_id IS 'Sign in with Apple: the key id of the .p8 key (the client secret''s kid).';
+
+--
+-- Name: COLUMN apps.apple_key_path; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.apple_key_path IS 'Sign in with Apple: the path of the .p8 key, readable by the server, that signs client secrets for the code exchange and revocation; null = no exchange, no revocation.';
 
 --
 -- Name: consumptions; Type: TABLE; Schema: guestpass; Owner: -
@@ -2691,6 +2791,10 @@ CREATE TABLE guestpass.identities (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     last_sign_in_at timestamp with time zone DEFAULT now() NOT NULL,
+    apple_client_id text,
+    apple_refresh_token bytea,
+    CONSTRAINT identities_apple_client_id_check CHECK (((char_length(apple_client_id) >= 1) AND (char_length(apple_client_id) <= 255))),
+    CONSTRAINT identities_apple_refresh_token_check CHECK ((octet_length(apple_refresh_token) <= 4096)),
     CONSTRAINT identities_email_check CHECK ((char_length(email) <= 320)),
     CONSTRAINT identities_provider_check CHECK ((provider = 'apple'::text)),
     CONSTRAINT identities_subject_check CHECK (((char_length(subject) >= 1) AND (char_length(subject) <= 255)))
@@ -2703,6 +2807,18 @@ ALTER TABLE ONLY guestpass.identities FORCE ROW LEVEL SECURITY;
 --
 
 COMMENT ON TABLE guestpass.identities IS 'GuestPass: a sign-in identity of a user (provider apple: subject = Apple''s user id, the token''s sub), unique per app, provider and subject. email and is_private_email are what the provider last shared (an Apple relay address is private). Deleting the user deletes its identities, so a later sign-in with the same Apple id is a new user.';
+
+--
+-- Name: COLUMN identities.apple_client_id; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.identities.apple_client_id IS 'The audience of the identity token the refresh token came with: the client_id Apple expects at revocation.';
+
+--
+-- Name: COLUMN identities.apple_refresh_token; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.identities.apple_refresh_token IS 'Apple''s refresh token from the authorization-code exchange, sealed by the server (AES-256-GCM, nonce ‖ ciphertext ‖ tag, associated data <app id>:<subject>), kept to revoke it when the account is deleted.';
 
 --
 -- Name: rate_limits; Type: TABLE; Schema: guestpass; Owner: -
@@ -3740,6 +3856,13 @@ REVOKE ALL ON FUNCTION guestpass_server.current_user_profile() FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.current_user_profile() TO authenticated;
 
 --
+-- Name: FUNCTION delete_account(p_schemas text[]); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.delete_account(p_schemas text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.delete_account(p_schemas text[]) TO authenticated;
+
+--
 -- Name: FUNCTION devicecheck_begin(p_token_hash text); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
@@ -3802,6 +3925,14 @@ GRANT ALL ON FUNCTION guestpass_server.sign_out(p_scope text) TO authenticated;
 
 REVOKE ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) TO anon;
+
+--
+-- Name: FUNCTION store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea) TO authenticated;
 
 --
 -- Name: FUNCTION update_user(p_data jsonb); Type: ACL; Schema: guestpass_server; Owner: -

@@ -39,7 +39,7 @@ func buildRouter(
     HealthRoutes(functions: functions).register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
-    AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, schemas: catalog.schemas).register(on: router)
+    AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),
         afterAppleUpdate: afterAppleUpdate

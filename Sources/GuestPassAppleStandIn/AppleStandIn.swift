@@ -17,7 +17,13 @@ import NIOConcurrencyHelpers
 ///   `foreign_key: true` signs with a key Apple never published, under the current `kid`). Answers `{"id_token"}`.
 /// - `POST /_standin/rotate-keys`: a new current key; the previous one stays listed. Answers `{"kid"}`.
 /// - `POST /_standin/outage` `{"down": true|false}`: while down, `/auth/keys` answers 503.
-/// - `GET /_standin/stats`: `{"key_fetches"}`, how many times `/auth/keys` was served.
+/// - `POST /_standin/authorization-code` `{"sub","aud"}`: a one-time authorization code, as the app would receive it.
+/// - `GET /_standin/stats`: `{"key_fetches","revoked"}`: how many times `/auth/keys` was served, and the `sub` of every
+///   refresh token revoked (in order).
+///
+/// With a client key (`AppleStandInState(clientKey:)`), Apple's `POST /auth/token` (grant `authorization_code`) and
+/// `POST /auth/revoke` check the client secret (ES256 under that key and `kid`, `iss` = team id, `aud` = Apple, `sub` =
+/// the form's `client_id`, unexpired) and answer as Apple does (`invalid_client`, `invalid_grant`, 200).
 public func buildAppleStandIn(
     host: String, port: Int, state: AppleStandInState, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -44,15 +50,76 @@ public final class AppleStandInState: Sendable {
         var keys: [Key]
         var down = false
         var keyFetches = 0
+        /// Unused authorization codes → (sub, client id).
+        var codes: [String: (sub: String, clientID: String)] = [:]
+        /// Issued refresh tokens → (sub, client id).
+        var refreshTokens: [String: (sub: String, clientID: String)] = [:]
+        var revoked: [String] = []
     }
+
+    /// The app key client secrets must be signed with: team id, key id and public key.
+    public struct ClientKey: Sendable {
+        public let teamID: String
+        public let keyID: String
+        public let publicKey: ES256PublicKey
+
+        public init(teamID: String, keyID: String, publicKey: ES256PublicKey) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.publicKey = publicKey
+        }
+    }
+
+    let clientKey: ClientKey?
 
     private let values: NIOLockedValueBox<Values>
     /// A key Apple never published (`foreign_key`).
     private let foreignKey: RSAPrivateKey
 
-    public init() throws {
+    public init(clientKey: ClientKey? = nil) throws {
         self.values = NIOLockedValueBox(Values(keys: [try Self.newKey()]))
         self.foreignKey = try RSAPrivateKey.generate()
+        self.clientKey = clientKey
+    }
+
+    /// The `sub`s of the refresh tokens revoked so far, in order.
+    public var revoked: [String] { self.values.withLockedValue { $0.revoked } }
+
+    func authorizationCode(sub: String, clientID: String) throws -> String {
+        let code = "c." + Base64URL.encode(try SecureRandom.bytes(24))
+        self.values.withLockedValue { $0.codes[code] = (sub, clientID) }
+        return code
+    }
+
+    /// `/auth/token` and `/auth/revoke`'s client check: nil when the secret is valid for `clientID`.
+    func clientError(secret: String?, clientID: String?) -> String? {
+        guard let key = self.clientKey, let secret, let clientID else { return "invalid_client" }
+        struct Secret: Decodable { let sub: String }
+        guard
+            let verifier = try? JWTVerifier(
+                keys: [.es256(key.publicKey, keyID: key.keyID)], issuers: [key.teamID], audiences: ["https://appleid.apple.com"]),
+            let claims = try? verifier.verify(secret, as: Secret.self), claims.sub == clientID
+        else { return "invalid_client" }
+        return nil
+    }
+
+    /// Redeems a code once: Apple's refresh token for it, or nil (`invalid_grant`).
+    func redeem(code: String, clientID: String) throws -> String? {
+        let token = "r." + Base64URL.encode(try SecureRandom.bytes(32))
+        return self.values.withLockedValue { values in
+            guard let grant = values.codes.removeValue(forKey: code), grant.clientID == clientID else { return nil }
+            values.refreshTokens[token] = grant
+            return token
+        }
+    }
+
+    /// Revokes `token` if it is one of `clientID`'s (Apple answers 200 either way).
+    func revoke(token: String, clientID: String) {
+        self.values.withLockedValue { values in
+            guard let grant = values.refreshTokens[token], grant.clientID == clientID else { return }
+            values.refreshTokens[token] = nil
+            values.revoked.append(grant.sub)
+        }
     }
 
     /// Makes a new current key; the previous one stays listed. Returns its `kid`.
@@ -158,8 +225,61 @@ struct AppleStandInRoutes: Sendable {
             return Response(status: .noContent)
         }
         router.get("_standin/stats") { _, _ -> Response in
-            try Self.json(["key_fetches": self.state.keyFetches])
+            struct Stats: Encodable {
+                let key_fetches: Int
+                let revoked: [String]
+            }
+            return try Self.json(Stats(key_fetches: self.state.keyFetches, revoked: self.state.revoked))
         }
+        router.post("_standin/authorization-code") { request, context -> Response in
+            struct Grant: Decodable {
+                let sub: String
+                let aud: String
+            }
+            let grant = try await request.decode(as: Grant.self, context: context)
+            return try Self.json(["code": try self.state.authorizationCode(sub: grant.sub, clientID: grant.aud)])
+        }
+        router.post("auth/token") { request, _ -> Response in
+            let form = try await Self.form(request)
+            if let error = self.state.clientError(secret: form["client_secret"], clientID: form["client_id"]) {
+                return try Self.appleError(error)
+            }
+            guard form["grant_type"] == "authorization_code" else { return try Self.appleError("unsupported_grant_type") }
+            guard let code = form["code"], let clientID = form["client_id"], let token = try self.state.redeem(code: code, clientID: clientID)
+            else { return try Self.appleError("invalid_grant") }
+            return try Self.json([
+                "access_token": "a.standin", "token_type": "Bearer", "refresh_token": token, "id_token": "",
+            ])
+        }
+        router.post("auth/revoke") { request, _ -> Response in
+            let form = try await Self.form(request)
+            if let error = self.state.clientError(secret: form["client_secret"], clientID: form["client_id"]) {
+                return try Self.appleError(error)
+            }
+            guard let token = form["token"], let clientID = form["client_id"] else { return try Self.appleError("invalid_request") }
+            self.state.revoke(token: token, clientID: clientID)
+            return Response(status: .ok)
+        }
+    }
+
+    /// Apple's error answer: 400 `{"error": code}`.
+    static func appleError(_ code: String) throws -> Response {
+        var response = try Self.json(["error": code])
+        response.status = .badRequest
+        return response
+    }
+
+    /// An `application/x-www-form-urlencoded` body.
+    static func form(_ request: Request) async throws -> [String: String] {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        var form: [String: String] = [:]
+        for pair in String(buffer: body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+            }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        return form
     }
 
     static func json(_ value: some Encodable) throws -> Response {

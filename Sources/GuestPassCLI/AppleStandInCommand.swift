@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import GuestPassCrypto
 import GuestPassAppleStandIn
 import Hummingbird
 
@@ -11,10 +13,20 @@ struct AppleStandInCommand: AsyncParsableCommand {
 
     @Option(help: "Listen address (keep it on loopback).") var host = "127.0.0.1"
     @Option(help: "Listen port.") var port = 8091
+    @Option(help: "The apps' Apple team id (client secrets' iss), for /auth/token and /auth/revoke.") var teamId: String?
+    @Option(help: "The Sign in with Apple key id (client secrets' kid).") var keyId: String?
+    @Option(help: "The Sign in with Apple key: its .p8 private key or public PEM.") var keyFile: String?
 
     func run() async throws {
         let logger = bootstrapLogging(label: "guestpass.apple-standin")
-        let app = buildAppleStandIn(host: self.host, port: self.port, state: try AppleStandInState(), logger: logger)
+        var clientKey: AppleStandInState.ClientKey?
+        if let teamID = self.teamId, let keyID = self.keyId, let keyFile = self.keyFile {
+            let pem = try String(contentsOfFile: keyFile, encoding: .utf8)
+            let publicKey = try (try? ES256PrivateKey(pemRepresentation: pem))?.publicKey ?? ES256PublicKey(pemRepresentation: pem)
+            clientKey = AppleStandInState.ClientKey(teamID: teamID, keyID: keyID, publicKey: publicKey)
+        }
+        let state = try AppleStandInState(clientKey: clientKey)
+        let app = buildAppleStandIn(host: self.host, port: self.port, state: state, logger: logger)
         try await app.runService()
     }
 }

@@ -27,6 +27,9 @@ struct AppsCommand: AsyncParsableCommand {
         var appleAudiences: String?
         @Option(help: "Sign in with Apple: a base URL instead of https://appleid.apple.com (the local stand-in).") var appleBaseUrl: String?
         @Option(help: "The role complete_account_setup assigns once (e.g. client).") var defaultRole: String?
+        @Option(help: "Sign in with Apple: the Apple team id, for the code exchange and revocation.") var appleTeamId: String?
+        @Option(help: "Sign in with Apple: the key id of the .p8 key.") var appleKeyId: String?
+        @Option(help: "Sign in with Apple: the path of the .p8 key, readable by the server.") var appleKeyPath: String?
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
@@ -50,6 +53,9 @@ struct AppsCommand: AsyncParsableCommand {
             }
             settings.appleBaseURL = self.appleBaseUrl
             settings.defaultRole = self.defaultRole
+            settings.appleTeamID = self.appleTeamId
+            settings.appleKeyID = self.appleKeyId
+            settings.appleKeyPath = self.appleKeyPath
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

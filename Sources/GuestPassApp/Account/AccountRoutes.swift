@@ -12,11 +12,17 @@ import Hummingbird
 /// this app (revoked, another app's, already merged) is 400 `refresh_token_not_found`; the caller's own, 422
 /// `same_user`; a token of a user who is not a guest, 422 `not_a_guest`; a unique-key conflict while moving rows, 409
 /// `merge_conflict`, and nothing changed.
+///
+/// `POST /v1/account/delete`: deletes the caller and every row that references it (`guestpass_server.delete_account`),
+/// then revokes at Apple each Apple refresh token the account held (kept from the `authorization_code` the app sent at
+/// sign-in, when the app configured its Sign in with Apple key). Answers `{deleted: true, apple_tokens_revoked}`; a
+/// revocation Apple refuses or that cannot reach Apple is logged (the account stays deleted).
 struct AccountRoutes: Sendable {
     let functions: ServerFunctions
     let authenticator: Authenticator
     let tokens: TokenService
-    /// The exposed schemas whose rows a merge moves (public always).
+    let apple: AppleVerifiers
+    /// The exposed schemas whose rows a merge moves or a deletion removes (public always).
     let schemas: [String]
 
     static let bodyLimit = 4 * 1024
@@ -26,6 +32,32 @@ struct AccountRoutes: Sendable {
             .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
             .group(context: SignedInContext.self)
             .post("merge") { request, context in try await self.merge(request, context) }
+            .post("delete") { _, context in try await self.delete(context) }
+    }
+
+    struct DeleteResponse: ResponseEncodable {
+        let deleted: Bool
+        let apple_tokens_revoked: Int
+    }
+
+    func delete(_ context: SignedInContext) async throws -> DeleteResponse {
+        let caller = context.caller
+        let settings = try await self.functions.appleSettings(as: caller.anonIdentity)
+        let appleTokens = try await self.functions.deleteAccount(schemas: self.schemas, as: caller.identity)
+        var revoked = 0
+        if let key = settings?.key, !appleTokens.isEmpty {
+            let sealer = try AppleTokenSealer(signer: self.tokens.configuration.signer)
+            for token in appleTokens {
+                guard let refreshToken = sealer.open(token.sealed, app: caller.appID, subject: token.subject) else { continue }
+                do {
+                    try await self.apple.authClient(key).revoke(refreshToken: refreshToken, clientID: token.clientID)
+                    revoked += 1
+                } catch {
+                    self.apple.logger.warning("Apple token revocation failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        return DeleteResponse(deleted: true, apple_tokens_revoked: revoked)
     }
 
     struct MergeResponse: ResponseEncodable {
@@ -76,6 +108,28 @@ enum MergeOutcome {
 }
 
 extension ServerFunctions {
+    /// An Apple refresh token of a deleted account, sealed, with what revoking it needs.
+    struct DeletedAppleToken {
+        let subject: String
+        let clientID: String
+        let sealed: [UInt8]
+    }
+
+    /// `guestpass_server.delete_account`: deletes the caller; the Apple refresh tokens it held.
+    func deleteAccount(schemas: [String], as identity: RequestIdentity) async throws -> [DeletedAppleToken] {
+        let statement = PostgresStatement(
+            "SELECT apple_subject, apple_client_id, encode(apple_refresh_token, 'base64') AS sealed FROM guestpass_server.delete_account($1::text[])",
+            [PostgresTextArray.literal(schemas)]
+        )
+        let rows = try await self.pool.requestTransaction(identity, [statement]).first?.rows ?? []
+        return try rows.compactMap { row in
+            guard let clientID = try row.decode(String?.self, "apple_client_id"),
+                let sealed = Data(base64Encoded: try row.decode(String.self, "sealed"), options: .ignoreUnknownCharacters)
+            else { return nil }
+            return DeletedAppleToken(subject: try row.decode(String.self, "apple_subject"), clientID: clientID, sealed: Array(sealed))
+        }
+    }
+
     /// `guestpass_server.merge_guest`: merges the guest of refresh token `tokenHash` (session `session`) into the caller.
     func mergeGuest(session: UUID, tokenHash: String, schemas: [String], as identity: RequestIdentity) async throws -> MergeOutcome {
         let statement = PostgresStatement(

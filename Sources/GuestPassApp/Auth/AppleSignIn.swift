@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassApple
+import GuestPassCrypto
 import GuestPassPostgres
 import Logging
 import NIOConcurrencyHelpers
@@ -12,19 +13,36 @@ struct AppleSettings: Sendable {
     /// The audiences (bundle ids, Services ids) the app's tokens may name; empty = Sign in with Apple is off.
     let audiences: Set<String>
     let baseURL: String
+    /// The app's Sign in with Apple key, for the code exchange and revocation; nil when not configured.
+    let key: KeySettings?
+
+    struct KeySettings: Hashable, Sendable {
+        let baseURL: String
+        let teamID: String
+        let keyID: String
+        let keyPath: String
+    }
 
     init(row: PostgresRow) throws {
         let audiences = try row.decode(String.self, "audiences")
         self.audiences = Set(PostgresTextArray.elements(audiences))
         self.baseURL = try row.decode(String?.self, "base_url") ?? Self.appleBaseURL
+        if let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
+            let path = try row.decode(String?.self, "key_path")
+        {
+            self.key = KeySettings(baseURL: self.baseURL, teamID: team, keyID: key, keyPath: path)
+        } else {
+            self.key = nil
+        }
     }
 }
 
 /// One `AppleIdentityVerifier` (with its key cache) per Apple base URL, created on first use: every app on Apple's
-/// own host shares one cache of Apple's keys.
+/// own host shares one cache of Apple's keys. Also one `AppleAuthClient` per app key (its `.p8` read on first use).
 final class AppleVerifiers: Sendable {
     private let verifiers = NIOLockedValueBox([String: AppleIdentityVerifier]())
-    private let logger: Logger
+    private let clients = NIOLockedValueBox([AppleSettings.KeySettings: AppleAuthClient]())
+    let logger: Logger
 
     init(logger: Logger) {
         self.logger = logger
@@ -37,6 +55,40 @@ final class AppleVerifiers: Sendable {
             verifiers[baseURL] = verifier
             return verifier
         }
+    }
+
+    /// The code-exchange and revocation client of `key`; throws when its `.p8` cannot be read or parsed.
+    func authClient(_ key: AppleSettings.KeySettings) throws -> AppleAuthClient {
+        if let client = self.clients.withLockedValue({ $0[key] }) { return client }
+        let pem = try String(contentsOfFile: key.keyPath, encoding: .utf8)
+        let client = AppleAuthClient(
+            baseURL: key.baseURL, teamID: key.teamID, keyID: key.keyID, privateKey: try ES256PrivateKey(pemRepresentation: pem),
+            logger: self.logger
+        )
+        self.clients.withLockedValue { $0[key] = client }
+        return client
+    }
+}
+
+/// Apple's refresh tokens at rest: sealed with AES-256-GCM under a key derived from the signing key, bound to the app
+/// and the Apple subject.
+struct AppleTokenSealer: Sendable {
+    let key: [UInt8]
+
+    init(signer: JWTSigner) throws {
+        self.key = try signer.derivedKey(label: "guestpass.apple-refresh-token.v1")
+    }
+
+    func seal(_ token: String, app: UUID, subject: String) throws -> [UInt8] {
+        try AESGCM.seal(Array(token.utf8), key: self.key, associatedData: Self.binding(app, subject))
+    }
+
+    func open(_ box: [UInt8], app: UUID, subject: String) -> String? {
+        AESGCM.open(box, key: self.key, associatedData: Self.binding(app, subject)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private static func binding(_ app: UUID, _ subject: String) -> [UInt8] {
+        Array("\(app.lowercasedString):\(subject)".utf8)
     }
 }
 

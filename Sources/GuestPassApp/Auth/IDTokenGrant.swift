@@ -20,6 +20,7 @@ extension AuthRoutes {
         }
         guard let idToken = body["id_token"]?.stringValue, !idToken.isEmpty else { throw APIError.validation("id_token is required") }
         let nonce = try Self.optionalString(body["nonce"], "nonce")
+        let authorizationCode = try Self.optionalString(body["authorization_code"], "authorization_code")
         let link: Bool
         switch body["link_identity"] {
         case nil, .null?: link = false
@@ -40,11 +41,13 @@ extension AuthRoutes {
             throw Self.refusal(error)
         }
 
+        let sealedAppleToken = await self.exchangeAuthorizationCode(authorizationCode, for: apple, settings: settings, app: caller.appID)
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
         let outcome = try await self.functions.signInWithIdentity(
             apple, link: link, userAgent: request.headers[.userAgent], sessionID: sessionID,
-            refreshTokenHash: Digest.sha256Hex(refreshToken), as: link ? caller.identity : caller.anonIdentity
+            refreshTokenHash: Digest.sha256Hex(refreshToken), appleRefreshToken: sealedAppleToken,
+            as: link ? caller.identity : caller.anonIdentity
         )
         switch outcome {
         case .signedIn(let row):
@@ -59,6 +62,20 @@ extension AuthRoutes {
             )
         case .sessionNotFound:
             throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
+        }
+    }
+
+    /// Apple's refresh token for `code` (the app's `authorization_code`), sealed for storage, when the app configured its
+    /// Sign in with Apple key; nil otherwise. A failed exchange is logged and the sign-in goes on (the identity token
+    /// already proved the user), but that account cannot be revoked at Apple when deleted.
+    func exchangeAuthorizationCode(_ code: String?, for apple: AppleIdentity, settings: AppleSettings, app: UUID) async -> [UInt8]? {
+        guard let code, let key = settings.key else { return nil }
+        do {
+            let token = try await self.apple.authClient(key).exchange(code: code, clientID: apple.audience)
+            return try AppleTokenSealer(signer: self.configuration.signer).seal(token, app: app, subject: apple.subject)
+        } catch {
+            self.apple.logger.warning("Apple authorization code exchange failed", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 

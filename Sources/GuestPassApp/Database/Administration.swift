@@ -57,6 +57,10 @@ public struct Administration: Sendable {
         public var appleBaseURL: String?
         /// The role account setup assigns once.
         public var defaultRole: String?
+        /// Sign in with Apple's key, for the code exchange and revocation.
+        public var appleTeamID: String?
+        public var appleKeyID: String?
+        public var appleKeyPath: String?
 
         public init() {}
 
@@ -71,6 +75,7 @@ public struct Administration: Sendable {
                 ("devicecheck_base_url", self.deviceCheckBaseURL),
                 ("apple_audiences", self.appleAudiences.map(PostgresTextArray.literal)),
                 ("apple_base_url", self.appleBaseURL), ("default_role", self.defaultRole),
+                ("apple_team_id", self.appleTeamID), ("apple_key_id", self.appleKeyID), ("apple_key_path", self.appleKeyPath),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }

@@ -138,23 +138,33 @@ extension ServerFunctions {
     func appleSettings(as identity: RequestIdentity) async throws -> AppleSettings? {
         let results = try await self.pool.requestTransaction(
             identity, readOnly: true,
-            [PostgresStatement("SELECT audiences::text AS audiences, base_url FROM guestpass_server.app_apple_settings()")]
+            [PostgresStatement("SELECT audiences::text AS audiences, base_url, team_id, key_id, key_path FROM guestpass_server.app_apple_settings()")]
         )
         return try results.first?.first.map(AppleSettings.init(row:))
     }
 
     /// `guestpass_server.sign_in_with_identity`: signs in with (or, `link`, links the caller to) a verified Apple identity.
+    /// `appleRefreshToken` (Apple's, sealed) is kept in the same transaction (`store_apple_refresh_token`).
     func signInWithIdentity(
-        _ apple: AppleIdentity, link: Bool, userAgent: String?, sessionID: UUID, refreshTokenHash: String, as identity: RequestIdentity
+        _ apple: AppleIdentity, link: Bool, userAgent: String?, sessionID: UUID, refreshTokenHash: String,
+        appleRefreshToken: [UInt8]? = nil, as identity: RequestIdentity
     ) async throws -> IdentitySignInOutcome {
-        let statement = PostgresStatement(
-            "SELECT * FROM guestpass_server.sign_in_with_identity('apple', $1, $2, $3, $4, $5, $6, $7, $8)",
-            [
-                apple.subject, apple.email, apple.isPrivateEmail, link, userAgent.map { String($0.prefix(512)) }, identity.clientAddress,
-                sessionID, refreshTokenHash,
-            ]
-        )
-        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+        var statements = [PostgresStatement]()
+        statements.append(
+            PostgresStatement(
+                "SELECT * FROM guestpass_server.sign_in_with_identity('apple', $1, $2, $3, $4, $5, $6, $7, $8)",
+                [
+                    apple.subject, apple.email, apple.isPrivateEmail, link, userAgent.map { String($0.prefix(512)) }, identity.clientAddress,
+                    sessionID, refreshTokenHash,
+                ]
+            ))
+        if let appleRefreshToken {
+            statements.append(
+                PostgresStatement(
+                    "SELECT guestpass_server.store_apple_refresh_token($1, $2, $3)", [apple.subject, apple.audience, appleRefreshToken]
+                ))
+        }
+        guard let row = try await self.pool.requestTransaction(identity, statements).first?.first else {
             throw PostgresError(.protocolViolation, message: "sign_in_with_identity returned no row")
         }
         switch try row.decode(String.self, "status") {
