@@ -383,15 +383,24 @@ def test_twenty_concurrent_merges_of_one_guest_merge_it_once(server, database, a
     assert ledger_sum_and_balance(database, account["user"]["id"]) == "5 5"
 
 
-# Last in the file: after a rotation the server refuses the new kid until its next fetch (at most one a minute).
-def test_a_new_apple_key_is_fetched_once_and_made_up_kids_do_not_hammer_apple(http, server, apple, apple_app):
-    assert sign_in(http, server, apple_app, apple.id_token("apple-user-7")).status_code == 200
-    apple.rotate()
-    fetches = apple.key_fetches()
-    # The new kid is unknown to the server's cache: it fetches the keys once more (if a minute has passed since the
-    # last fetch) or refuses. Either way, 20 tokens with made-up kids cause no fetch beyond that one.
-    first = sign_in(http, server, apple_app, apple.id_token("apple-user-8"))
-    assert first.status_code in (200, 401), first.text
-    for _ in range(20):
-        assert sign_in(http, server, apple_app, apple.id_token("apple-user-9", kid=f"made-up-{uuid.uuid4()}")).status_code == 401
-    assert apple.key_fetches() - fetches <= 1
+def test_a_python_client_guest_links_with_the_swift_clients_exact_body(http, server, apple, apple_app):
+    """The guest lives in supabase-py (anonymous sign-in, RPC); the link is the body supabase-swift's
+    `linkIdentityWithIdToken` sends (raw nonce, `link_identity`, `gotrue_meta_security`) with the guest's token; the
+    client then carries on with the new session and sees its rows as the upgraded user."""
+    client = make_client(server, apple_app)
+    guest = client.auth.sign_in_anonymously({"options": {"data": {"device_id": str(uuid.uuid4())}}})
+    client.rpc("add_reading", {"p_kind": "face"}).execute()
+    raw, hashed = nonce_pair()
+    response = http.post(
+        server.url + TOKEN_URL,
+        headers={"apikey": apple_app.publishable_key, "Authorization": f"Bearer {guest.session.access_token}",
+                 "X-Supabase-Api-Version": "2024-01-01"},
+        json={"provider": "apple", "id_token": apple.id_token("apple-user-py", nonce=hashed), "nonce": raw,
+              "link_identity": True, "gotrue_meta_security": {"captcha_token": None}},
+    )
+    assert response.status_code == 200, response.text
+    linked = response.json()
+    client.auth.set_session(linked["access_token"], linked["refresh_token"])
+    user = client.auth.get_user().user
+    assert user.id == guest.user.id and user.is_anonymous is False
+    assert [r["kind"] for r in client.rpc("list_readings", {}).execute().data] == ["face"]
