@@ -70,3 +70,31 @@ def test_deleting_an_account_removes_every_row_and_revokes_apple_once(http, serv
     again = sign_in(http, server, apple_app, apple.id_token(sub))
     assert again.status_code == 200 and again.json()["user"]["id"] != user_id
     assert again.json()["user"]["user_metadata"].get("full_name") is None
+
+
+def device_sign_up(http, server, app, device: str) -> dict:
+    from conftest import api_headers
+
+    response = http.post(server.url + "/auth/v1/signup", headers=api_headers(app), json={"data": {"device_id": device}})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_after_deletion_the_same_device_is_a_new_guest(http, server, apple_app):  # noqa: F811
+    device = str(uuid.uuid4())
+    first = device_sign_up(http, server, apple_app, device)
+    headers = {"apikey": apple_app.publishable_key, "Authorization": f"Bearer {first['access_token']}"}
+    response = http.post(server.url + "/v1/account/delete", headers=headers)
+    assert response.status_code == 200 and response.json() == {"deleted": True, "apple_tokens_revoked": 0}
+    again = device_sign_up(http, server, apple_app, device)
+    assert again["user"]["id"] != first["user"]["id"]
+
+
+def test_a_merged_guests_device_signs_in_to_the_account(http, server, apple, apple_app):  # noqa: F811
+    from test_apple_sign_in import merge
+
+    device = str(uuid.uuid4())
+    guest = device_sign_up(http, server, apple_app, device)
+    account = sign_in(http, server, apple_app, apple.id_token(f"device-merge-{uuid.uuid4()}")).json()
+    assert merge(http, server, apple_app, account["access_token"], guest["refresh_token"]).status_code == 200
+    assert device_sign_up(http, server, apple_app, device)["user"]["id"] == account["user"]["id"]
