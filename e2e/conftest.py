@@ -77,6 +77,36 @@ def _die_with_parent() -> None:
         pass
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """Terminates `proc` (then kills it after 10 s) and reaps it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def start_on_free_port(argv, log_path, answers, attempts: int = 3, timeout: float = 20.0):
+    """Starts `argv(port)` on a free loopback port (output appended to `log_path`) and returns `(url, proc)` once
+    `answers(url)` is true; a picked port can be taken in between, so it retries with another, `attempts` times."""
+    for _attempt in range(attempts):
+        port = free_port()
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                argv(port), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if answers(url):
+                return url, proc
+            time.sleep(0.1)
+        stop_process(proc)
+    raise RuntimeError(f"{argv(0)[1]} did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
+
+
 def new_device_secret() -> str:
     return str(uuid.uuid4())
 

@@ -17,7 +17,7 @@ import uuid
 import httpx
 import pytest
 
-from conftest import _die_with_parent, api_headers, free_port, psql, run
+from conftest import api_headers, free_port, psql, run, start_on_free_port, stop_process
 from support import assert_error, create_app, guest_headers, make_client, refresh, sign_up_guest
 
 AUDIENCE = "com.example.fortunia"
@@ -62,13 +62,7 @@ class AppleStandIn:
             return False
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
 
 @pytest.fixture(scope="module")
@@ -76,24 +70,13 @@ def apple(database):
     key_file = database.workdir / "siwa-key.p8"
     if not key_file.exists():
         run([database.bin, "keys", "generate", "--out", str(key_file)])
-    for _attempt in range(3):  # a picked port can be taken in between: retry with another
-        port = free_port()
-        with open(database.workdir / "apple-standin.log", "ab") as log:
-            proc = subprocess.Popen(
-                [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port), "--team-id", TEAM_ID,
-                 "--key-id", KEY_ID, "--key-file", str(key_file)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-            )
-        stand_in = AppleStandIn(f"http://127.0.0.1:{port}", proc)
-        stand_in.key_file = key_file
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and proc.poll() is None and not stand_in.answers():
-            time.sleep(0.1)
-        if stand_in.answers():
-            break
-        stand_in.stop()
-    else:
-        raise RuntimeError("the Apple stand-in did not start")
+    url, proc = start_on_free_port(
+        lambda port: [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port), "--team-id", TEAM_ID,
+                      "--key-id", KEY_ID, "--key-file", str(key_file)],
+        database.workdir / "apple-standin.log", lambda url: AppleStandIn(url, None).answers(),
+    )
+    stand_in = AppleStandIn(url, proc)
+    stand_in.key_file = key_file
     try:
         yield stand_in
     finally:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from conftest import _die_with_parent, free_port, psql, run
+from conftest import psql, run, start_on_free_port, stop_process
 from support import create_app, guest_headers, sign_up_guest
 
 pytestmark = pytest.mark.attack  # from the attack run: a hole found and kept closed
@@ -64,13 +64,7 @@ class StandIn:
             return False
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
     def log_tail(self) -> str:
         try:
@@ -79,40 +73,20 @@ class StandIn:
             return ""
 
 
-def start_standin(database, key_file, log_path) -> StandIn | None:
-    """The stand-in on a free loopback port, once it answers; None if it did not start within 20 s."""
-    port = free_port()
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [
-                database.bin, "devicecheck-standin", "--host", "127.0.0.1", "--port", str(port),
-                "--team-id", TEAM_ID, "--key-id", KEY_ID, "--key-file", str(key_file), "--latency-ms", str(LATENCY_MS),
-            ],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-        )
-    stand_in = StandIn(f"http://127.0.0.1:{port}", proc, key_file, log_path)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and proc.poll() is None:
-        if stand_in.answers():
-            return stand_in
-        time.sleep(0.1)
-    stand_in.stop()
-    return None
-
-
 @pytest.fixture(scope="module")
 def standin(database):
     """The DeviceCheck stand-in, with a .p8 key of its own; stopped at teardown."""
     key_file = database.workdir / "devicecheck-standin.p8"
     run([database.bin, "keys", "generate", "--out", str(key_file)])
     log_path = database.workdir / "devicecheck-standin.log"
-    stand_in = None
-    for _attempt in range(3):  # a picked port can be taken in between: retry with another
-        stand_in = start_standin(database, key_file, log_path)
-        if stand_in is not None:
-            break
-    if stand_in is None:
-        raise RuntimeError(f"the DeviceCheck stand-in did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
+    url, proc = start_on_free_port(
+        lambda port: [
+            database.bin, "devicecheck-standin", "--host", "127.0.0.1", "--port", str(port),
+            "--team-id", TEAM_ID, "--key-id", KEY_ID, "--key-file", str(key_file), "--latency-ms", str(LATENCY_MS),
+        ],
+        log_path, lambda url: StandIn(url, None, key_file, log_path).answers(),
+    )
+    stand_in = StandIn(url, proc, key_file, log_path)
     try:
         yield stand_in
     finally:
