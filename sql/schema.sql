@@ -1219,6 +1219,34 @@ $$;
 COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at), oldest first; [] for none.';
 
 --
+-- Name: user_references(text[]); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.user_references(p_schemas text[]) RETURNS TABLE(schema_name name, table_name name, column_name name, on_delete "char")
+    LANGUAGE sql STABLE
+    AS $$
+    select n.nspname, c.relname, a.attname, k.confdeltype
+    from pg_catalog.pg_constraint as k
+    join pg_catalog.pg_class as c on c.oid = k.conrelid
+    join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+    cross join lateral unnest(k.conkey, k.confkey) as m (local_attnum, referenced_attnum)
+    join pg_catalog.pg_attribute as a on a.attrelid = k.conrelid and a.attnum = m.local_attnum
+    join pg_catalog.pg_attribute as r on r.attrelid = k.confrelid and r.attnum = m.referenced_attnum
+    where k.contype = 'f'
+      and k.confrelid = 'public.users'::regclass
+      and r.attname = 'id'
+      and n.nspname = any (array_append(coalesce(p_schemas, '{}'), 'public'))
+      and n.nspname not in ('guestpass', 'guestpass_server', 'auth')
+    order by n.nspname, c.relname, a.attname
+$$;
+
+--
+-- Name: FUNCTION user_references(p_schemas text[]); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.user_references(p_schemas text[]) IS 'GuestPass internal: every column of public and the schemas p_schemas (never guestpass, guestpass_server or auth) whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion removes.';
+
+--
 -- Name: app_apple_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -1311,20 +1339,9 @@ begin
 
     -- Rows that would block the delete (a foreign key without ON DELETE CASCADE / SET NULL) go first.
     for v_fk in
-        select n.nspname as schema_name, c.relname as table_name, a.attname as column_name
-        from pg_catalog.pg_constraint as k
-        join pg_catalog.pg_class as c on c.oid = k.conrelid
-        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
-        cross join lateral unnest(k.conkey, k.confkey) as m (local_attnum, referenced_attnum)
-        join pg_catalog.pg_attribute as a on a.attrelid = k.conrelid and a.attnum = m.local_attnum
-        join pg_catalog.pg_attribute as r on r.attrelid = k.confrelid and r.attnum = m.referenced_attnum
-        where k.contype = 'f'
-          and k.confrelid = 'public.users'::regclass
-          and k.confdeltype not in ('c', 'n', 'd')
-          and r.attname = 'id'
-          and n.nspname = any (array_append(coalesce(p_schemas, '{}'), 'public'))
-          and n.nspname not in ('guestpass', 'guestpass_server', 'auth')
-        order by n.nspname, c.relname, a.attname
+        select r.schema_name, r.table_name, r.column_name
+        from guestpass.user_references(p_schemas) as r
+        where r.on_delete not in ('c', 'n', 'd')
     loop
         execute format('delete from %I.%I where %I = $1', v_fk.schema_name, v_fk.table_name, v_fk.column_name)
             using v_user;
@@ -1658,19 +1675,8 @@ begin
 
     -- Every row that references the guest, in public and the exposed schemas.
     for v_fk in
-        select n.nspname as schema_name, c.relname as table_name, a.attname as column_name
-        from pg_catalog.pg_constraint as k
-        join pg_catalog.pg_class as c on c.oid = k.conrelid
-        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
-        cross join lateral unnest(k.conkey, k.confkey) as m (local_attnum, referenced_attnum)
-        join pg_catalog.pg_attribute as a on a.attrelid = k.conrelid and a.attnum = m.local_attnum
-        join pg_catalog.pg_attribute as r on r.attrelid = k.confrelid and r.attnum = m.referenced_attnum
-        where k.contype = 'f'
-          and k.confrelid = 'public.users'::regclass
-          and r.attname = 'id'
-          and n.nspname = any (array_append(coalesce(p_schemas, '{}'), 'public'))
-          and n.nspname not in ('guestpass', 'guestpass_server', 'auth')
-        order by n.nspname, c.relname, a.attname
+        select r.schema_name, r.table_name, r.column_name
+        from guestpass.user_references(p_schemas) as r
     loop
         execute format('update %I.%I set %I = $1 where %I = $2', v_fk.schema_name, v_fk.table_name, v_fk.column_name,
                        v_fk.column_name)
@@ -3833,6 +3839,12 @@ REVOKE ALL ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address
 --
 
 REVOKE ALL ON FUNCTION guestpass.user_identities(p_user uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION user_references(p_schemas text[]); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.user_references(p_schemas text[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION app_apple_settings(); Type: ACL; Schema: guestpass_server; Owner: -
