@@ -116,6 +116,22 @@ $$;
 COMMENT ON FUNCTION auth.has_role(p_role text) IS 'Whether the request''s access token lists p_role in app_metadata.roles (public.complete_account_setup assigns them). Reads the claims only: inlinable into policies.';
 
 --
+-- Name: is_partner(uuid); Type: FUNCTION; Schema: auth; Owner: -
+--
+
+CREATE FUNCTION auth.is_partner(p_user uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    select p_user in (select p.partner_id from auth.partner_ids() as p (partner_id))
+$$;
+
+--
+-- Name: FUNCTION is_partner(p_user uuid); Type: COMMENT; Schema: auth; Owner: -
+--
+
+COMMENT ON FUNCTION auth.is_partner(p_user uuid) IS 'Whether p_user is a partner of the caller. Reads as a policy would want, but PostgreSQL never inlines a SQL function whose body holds a subquery: in hot policies prefer "col in (select p from auth.partner_ids() as p)", which is.';
+
+--
 -- Name: jwt(); Type: FUNCTION; Schema: auth; Owner: -
 --
 
@@ -133,6 +149,22 @@ $$;
 --
 
 COMMENT ON FUNCTION auth.jwt() IS 'The verified caller''s JWT claims (transaction-local request.jwt.claims) as a JSON object; null when unset or not an object. Raises 22P02 if the setting is not JSON. Inlinable: one expression, no SET clause.';
+
+--
+-- Name: partner_ids(); Type: FUNCTION; Schema: auth; Owner: -
+--
+
+CREATE FUNCTION auth.partner_ids() RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    AS $$
+    select p.partner_id from public.partners as p where p.user_id = auth.uid() and p.app_id = auth.app_id()
+$$;
+
+--
+-- Name: FUNCTION partner_ids(); Type: COMMENT; Schema: auth; Owner: -
+--
+
+COMMENT ON FUNCTION auth.partner_ids() IS 'The caller''s partners (public.partners, its own rows). A one-query SQL set-returning function: inlined where it stands in FROM, e.g. a policy "recipient_id in (select p from auth.partner_ids() as p)".';
 
 --
 -- Name: role(); Type: FUNCTION; Schema: auth; Owner: -
@@ -244,6 +276,50 @@ $$;
 --
 
 COMMENT ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text) IS 'GuestPass internal: the only way to change a balance. Locks the user row, writes the ledger row (p_change, p_reason, balance_after) and the new users.credits_balance, and returns it. A p_idempotency_key the user has used before returns that row''s balance_after and writes nothing (22023 if it was another change or reason). Raises 22023 on a zero change, a missing reason, an unknown user, or a balance that would go negative.';
+
+--
+-- Name: assign_share_code(uuid, uuid, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+    v_length integer;
+    v_digits boolean;
+    v_code text;
+begin
+    if not p_rotate then
+        select s.code into v_code from guestpass.share_codes as s where s.user_id = p_user;
+        if found then
+            return v_code;
+        end if;
+    end if;
+    select a.share_code_length, a.share_code_digits_only into v_length, v_digits from guestpass.apps as a where a.id = p_app;
+    for v_attempt in 1..10 loop
+        v_code := guestpass.new_share_code(v_length, v_digits);
+        begin
+            insert into guestpass.share_codes as s (user_id, app_id, code) values (p_user, p_app, v_code)
+            on conflict (user_id) do update set code = excluded.code, created_at = excluded.created_at
+            where p_rotate or s.code is null;
+            select s.code into v_code from guestpass.share_codes as s where s.user_id = p_user;
+            return v_code;
+        exception when unique_violation then
+            -- Another user of the app holds that code: draw again.
+            null;
+        end;
+    end loop;
+    raise exception using errcode = 'PT503', message = 'no free share code found; try again',
+        hint = 'the app''s codes are nearly exhausted: make them longer (guestpass apps configure --share-code-length)';
+end
+$$;
+
+--
+-- Name: FUNCTION assign_share_code(p_user uuid, p_app uuid, p_rotate boolean); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean) IS 'GuestPass internal: the share code of user p_user of app p_app, creating it if missing, or a new one with p_rotate. A drawn code another user holds is drawn again, at most 10 times, then PT503.';
 
 --
 -- Name: bucket_tokens(double precision, timestamp with time zone, timestamp with time zone, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -661,6 +737,44 @@ $$;
 --
 
 COMMENT ON FUNCTION guestpass.mark_account_setup() IS 'GuestPass: trigger function of users_mark_account_setup: sets app_metadata.needs_account_setup to whether the account has no name (guestpass.account_name of user_metadata.full_name is null).';
+
+--
+-- Name: new_share_code(integer, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+    v_alphabet constant text := case when p_digits_only then '0123456789' else '23456789ABCDEFGHJKMNPQRSTUVWXYZ' end;
+    v_size constant integer := char_length(v_alphabet);
+    -- The largest multiple of the alphabet's size below 256: bytes at or above it are drawn again (no bias).
+    v_limit constant integer := 256 - 256 % v_size;
+    v_code text := '';
+    v_bytes bytea;
+    v_index integer;
+    v_byte integer;
+begin
+    while char_length(v_code) < p_length loop
+        -- gen_random_uuid draws from the CSPRNG; bytes 0-5 and 10-15 of a v4 uuid are wholly random.
+        v_bytes := uuid_send(gen_random_uuid());
+        foreach v_index in array array[0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15] loop
+            v_byte := get_byte(v_bytes, v_index);
+            if v_byte < v_limit and char_length(v_code) < p_length then
+                v_code := v_code || substr(v_alphabet, 1 + v_byte % v_size, 1);
+            end if;
+        end loop;
+    end loop;
+    return v_code;
+end
+$$;
+
+--
+-- Name: FUNCTION new_share_code(p_length integer, p_digits_only boolean); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean) IS 'GuestPass internal: a random share code of p_length characters from 0-9 (p_digits_only) or 23456789ABCDEFGHJKMNPQRSTUVWXYZ (no 0/O, 1/I/L), each character uniform (CSPRNG bytes of gen_random_uuid, rejection-sampled).';
 
 --
 -- Name: peek_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2386,6 +2500,23 @@ $$;
 COMMENT ON FUNCTION public.get_quota(p_user_id uuid) IS 'GuestPass: the caller''s quota: {quota_remaining (free uses left today, in the user''s timezone), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. p_user_id is accepted for compatibility and must be the caller or null (else 42501).';
 
 --
+-- Name: get_share_code(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.get_share_code() RETURNS text
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select guestpass.assign_share_code(c.user_id, c.app_id, false) from guestpass.require_user_and_app() as c
+$$;
+
+--
+-- Name: FUNCTION get_share_code(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.get_share_code() IS 'The caller''s share code (created on the first call): give it to a partner to pair with pair_with_code. It never signs anyone in.';
+
+--
 -- Name: grant_credits(uuid, integer, text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2412,6 +2543,99 @@ $$;
 --
 
 COMMENT ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text) IS 'GuestPass, for an app''s backend (service_role): adds p_amount (> 0, else 22023) credits to user p_user_id of the caller''s app (else 42501), with ledger reason p_reason (default grant). A p_idempotency_key (up to 255 characters, stored as grant:<key>) used before for this user grants nothing again. Returns the user''s quota (get_quota''s object).';
+
+--
+-- Name: list_partners(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.list_partners() RETURNS TABLE(partner_id uuid, full_name text, paired_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select p.partner_id, guestpass.account_name(u.user_metadata ->> 'full_name'), p.created_at
+    from public.partners as p
+    join public.users as u on u.id = p.partner_id
+    where p.user_id = auth.uid() and p.app_id = auth.app_id()
+    order by p.created_at, p.partner_id
+$$;
+
+--
+-- Name: FUNCTION list_partners(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.list_partners() IS 'The caller''s partners: id, name (when set) and when they paired, oldest first.';
+
+--
+-- Name: pair_with_code(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.pair_with_code(p_code text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_partner uuid;
+    v_limit integer;
+    v_code text := upper(btrim(p_code));
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    -- Every try takes a token first, found or not: the limit reveals nothing about codes.
+    perform guestpass.enforce_rate_limit('pair:user:' || v_user::text, 10, 10.0 / 3600);
+    perform guestpass.enforce_rate_limit(
+        'pair:ip:' || guestpass.client_address_key(current_setting('request.client_ip', true)), 30, 30.0 / 3600
+    );
+
+    -- Refusals are answers, not errors: an error would roll back the tokens just taken, and a guesser would never
+    -- run out of them.
+    select s.user_id into v_partner from guestpass.share_codes as s where s.app_id = v_app and s.code = v_code;
+    if not found then
+        return jsonb_build_object('paired', false, 'reason', 'no_such_code');
+    end if;
+    if v_partner = v_user then
+        return jsonb_build_object('paired', false, 'reason', 'own_code');
+    end if;
+
+    -- Both users, in id order: concurrent pairings of either run one at a time.
+    perform 1 from public.users as u where u.id in (v_user, v_partner) order by u.id for no key update;
+    if exists (select 1 from public.partners as p where p.user_id = v_user and p.partner_id = v_partner) then
+        return jsonb_build_object('paired', false, 'reason', 'already_partners');
+    end if;
+    select a.partner_limit into v_limit from guestpass.apps as a where a.id = v_app;
+    if (select count(*) from public.partners as p where p.user_id = v_user) >= v_limit
+       or (select count(*) from public.partners as p where p.user_id = v_partner) >= v_limit then
+        return jsonb_build_object('paired', false, 'reason', 'partner_limit');
+    end if;
+
+    insert into public.partners (app_id, user_id, partner_id)
+    values (v_app, v_user, v_partner), (v_app, v_partner, v_user);
+    return jsonb_build_object('paired', true, 'partner_id', v_partner);
+end
+$$;
+
+--
+-- Name: FUNCTION pair_with_code(p_code text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.pair_with_code(p_code text) IS 'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. Takes a token from the caller''s pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s (pair:ip:<address>, 30, 30 an hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
+
+--
+-- Name: rotate_share_code(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.rotate_share_code() RETURNS text
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select guestpass.assign_share_code(c.user_id, c.app_id, true) from guestpass.require_user_and_app() as c
+$$;
+
+--
+-- Name: FUNCTION rotate_share_code(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.rotate_share_code() IS 'A new share code for the caller; the old one pairs no more.';
 
 --
 -- Name: set_premium(uuid, boolean); Type: FUNCTION; Schema: public; Owner: -
@@ -2464,6 +2688,34 @@ $$;
 
 COMMENT ON FUNCTION public.set_timezone(p_timezone text) IS 'GuestPass: sets the caller''s timezone (an IANA name, e.g. Europe/Paris; else 22023 ''unknown time zone'') and returns the quota as get_quota does. Quota days follow it from the next local day: the current day keeps the end it had (guestpass.quota_day), so a change never adds a free allowance the same day.';
 
+--
+-- Name: unpair(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.unpair(p_partner_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_count integer;
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    delete from public.partners as p
+    where p.app_id = v_app
+      and ((p.user_id = v_user and p.partner_id = p_partner_id) or (p.user_id = p_partner_id and p.partner_id = v_user));
+    get diagnostics v_count = row_count;
+    return v_count > 0;
+end
+$$;
+
+--
+-- Name: FUNCTION unpair(p_partner_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.unpair(p_partner_id uuid) IS 'Ends the pairing of the caller and p_partner_id, for both; true when there was one.';
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -2514,6 +2766,9 @@ CREATE TABLE guestpass.apps (
     apple_team_id text,
     apple_key_id text,
     apple_key_path text,
+    share_code_length integer DEFAULT 6 NOT NULL,
+    share_code_digits_only boolean DEFAULT false NOT NULL,
+    partner_limit integer DEFAULT 1 NOT NULL,
     CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
     CONSTRAINT apps_apple_key_id_check CHECK ((apple_key_id ~ '^[A-Z0-9]{10}$'::text)),
@@ -2526,7 +2781,9 @@ CREATE TABLE guestpass.apps (
     CONSTRAINT apps_devicecheck_key_path_check CHECK ((devicecheck_key_path <> ''::text)),
     CONSTRAINT apps_devicecheck_team_id_check CHECK ((devicecheck_team_id <> ''::text)),
     CONSTRAINT apps_name_check CHECK ((name <> ''::text)),
+    CONSTRAINT apps_partner_limit_check CHECK (((partner_limit >= 1) AND (partner_limit <= 100))),
     CONSTRAINT apps_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
+    CONSTRAINT apps_share_code_length_check CHECK (((share_code_length >= 4) AND (share_code_length <= 12))),
     CONSTRAINT apps_welcome_grant_credits_check CHECK ((welcome_grant_credits >= 0))
 );
 
@@ -2615,6 +2872,24 @@ COMMENT ON COLUMN guestpass.apps.apple_key_id IS 'Sign in with Apple: the key id
 --
 
 COMMENT ON COLUMN guestpass.apps.apple_key_path IS 'Sign in with Apple: the path of the .p8 key, readable by the server, that signs client secrets for the code exchange and revocation; null = no exchange, no revocation.';
+
+--
+-- Name: COLUMN apps.share_code_length; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.share_code_length IS 'Share codes: characters per code (4 to 12, default 6).';
+
+--
+-- Name: COLUMN apps.share_code_digits_only; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.share_code_digits_only IS 'Share codes: digits only (a keypad), else the look-alike-free alphabet.';
+
+--
+-- Name: COLUMN apps.partner_limit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.partner_limit IS 'Partners a user may have at once (default 1).';
 
 --
 -- Name: consumptions; Type: TABLE; Schema: guestpass; Owner: -
@@ -2911,6 +3186,26 @@ ALTER TABLE ONLY guestpass.sessions FORCE ROW LEVEL SECURITY;
 COMMENT ON TABLE guestpass.sessions IS 'GuestPass: one row per sign-in (the session_id claim). device_id is the public id of the device signed in from, if any. refreshed_at is the last refresh-token rotation; a session with revoked_at set is signed out and none of its refresh tokens work any more.';
 
 --
+-- Name: share_codes; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.share_codes (
+    user_id uuid NOT NULL,
+    app_id uuid NOT NULL,
+    code text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT share_codes_code_check CHECK ((code ~ '^[0-9A-Z]{4,12}$'::text))
+);
+
+ALTER TABLE ONLY guestpass.share_codes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE share_codes; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.share_codes IS 'GuestPass: each user''s share code in its app (unique per app), for finding a partner; it never signs anyone in.';
+
+--
 -- Name: user_roles; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -2956,6 +3251,26 @@ ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
 --
 
 COMMENT ON TABLE public.devices IS 'GuestPass: a user''s devices. secret_hash is the lowercase hex SHA-256 of the client-held device secret (the secret is never stored); id is the public device id used as the device_id claim. Clients may only read their own devices; the server writes through SECURITY DEFINER functions.';
+
+--
+-- Name: partners; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.partners (
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    partner_id uuid NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT partners_not_self_check CHECK ((user_id <> partner_id))
+);
+
+ALTER TABLE ONLY public.partners FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE partners; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.partners IS 'Pairings of two users of an app, one row per direction (written only by pair_with_code and unpair). A user reads only its own rows; auth.is_partner(uuid) looks them up for policies.';
 
 --
 -- Name: users; Type: TABLE; Schema: public; Owner: -
@@ -3147,6 +3462,20 @@ ALTER TABLE ONLY guestpass.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
 
 --
+-- Name: share_codes share_codes_app_code_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.share_codes
+    ADD CONSTRAINT share_codes_app_code_key UNIQUE (app_id, code);
+
+--
+-- Name: share_codes share_codes_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.share_codes
+    ADD CONSTRAINT share_codes_pkey PRIMARY KEY (user_id);
+
+--
 -- Name: user_roles user_roles_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3166,6 +3495,13 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_pkey PRIMARY KEY (id);
+
+--
+-- Name: partners partners_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partners
+    ADD CONSTRAINT partners_pkey PRIMARY KEY (user_id, partner_id);
 
 --
 -- Name: users users_id_app_id_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3246,6 +3582,12 @@ CREATE INDEX sessions_user_id_idx ON guestpass.sessions USING btree (user_id);
 --
 
 CREATE INDEX devices_user_id_idx ON public.devices USING btree (user_id);
+
+--
+-- Name: partners_partner_id_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX partners_partner_id_idx ON public.partners USING btree (partner_id);
 
 --
 -- Name: users_app_email_key; Type: INDEX; Schema: public; Owner: -
@@ -3411,6 +3753,13 @@ ALTER TABLE ONLY guestpass.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
+-- Name: share_codes share_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.share_codes
+    ADD CONSTRAINT share_codes_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: user_roles user_roles_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3423,6 +3772,20 @@ ALTER TABLE ONLY guestpass.user_roles
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
+-- Name: partners partners_partner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partners
+    ADD CONSTRAINT partners_partner_id_fkey FOREIGN KEY (partner_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
+-- Name: partners partners_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.partners
+    ADD CONSTRAINT partners_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
 -- Name: users users_app_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -3504,6 +3867,12 @@ ALTER TABLE guestpass.refresh_tokens ENABLE ROW LEVEL SECURITY;
 ALTER TABLE guestpass.sessions ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: share_codes; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.share_codes ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: user_roles; Type: ROW SECURITY; Schema: guestpass; Owner: -
 --
 
@@ -3526,6 +3895,24 @@ CREATE POLICY devices_select_own ON public.devices FOR SELECT TO authenticated U
 --
 
 COMMENT ON POLICY devices_select_own ON public.devices IS 'A caller reads only its own devices, in its own app.';
+
+--
+-- Name: partners; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.partners ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: partners partners_select_own; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY partners_select_own ON public.partners FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (app_id = ( SELECT auth.app_id() AS app_id))));
+
+--
+-- Name: POLICY partners_select_own ON partners; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON POLICY partners_select_own ON public.partners IS 'A user reads only its own pairings, in its own app.';
 
 --
 -- Name: users; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3616,6 +4003,12 @@ GRANT ALL ON FUNCTION auth.has_role(p_role text) TO authenticated;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
 
 --
+-- Name: FUNCTION is_partner(p_user uuid); Type: ACL; Schema: auth; Owner: -
+--
+
+GRANT ALL ON FUNCTION auth.is_partner(p_user uuid) TO authenticated;
+
+--
 -- Name: FUNCTION jwt(); Type: ACL; Schema: auth; Owner: -
 --
 
@@ -3623,6 +4016,12 @@ REVOKE ALL ON FUNCTION auth.jwt() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.jwt() TO anon;
 GRANT ALL ON FUNCTION auth.jwt() TO authenticated;
 GRANT ALL ON FUNCTION auth.jwt() TO service_role;
+
+--
+-- Name: FUNCTION partner_ids(); Type: ACL; Schema: auth; Owner: -
+--
+
+GRANT ALL ON FUNCTION auth.partner_ids() TO authenticated;
 
 --
 -- Name: FUNCTION role(); Type: ACL; Schema: auth; Owner: -
@@ -3647,6 +4046,12 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 --
 
 REVOKE ALL ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION assign_share_code(p_user uuid, p_app uuid, p_rotate boolean); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
@@ -3719,6 +4124,12 @@ REVOKE ALL ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION new_share_code(p_length integer, p_digits_only boolean); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
@@ -3984,11 +4395,39 @@ REVOKE ALL ON FUNCTION public.get_quota(p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.get_quota(p_user_id uuid) TO authenticated;
 
 --
+-- Name: FUNCTION get_share_code(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.get_share_code() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.get_share_code() TO authenticated;
+
+--
 -- Name: FUNCTION grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text) TO service_role;
+
+--
+-- Name: FUNCTION list_partners(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.list_partners() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.list_partners() TO authenticated;
+
+--
+-- Name: FUNCTION pair_with_code(p_code text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.pair_with_code(p_code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.pair_with_code(p_code text) TO authenticated;
+
+--
+-- Name: FUNCTION rotate_share_code(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.rotate_share_code() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.rotate_share_code() TO authenticated;
 
 --
 -- Name: FUNCTION set_premium(p_user_id uuid, p_premium boolean); Type: ACL; Schema: public; Owner: -
@@ -4005,10 +4444,23 @@ REVOKE ALL ON FUNCTION public.set_timezone(p_timezone text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_timezone(p_timezone text) TO authenticated;
 
 --
+-- Name: FUNCTION unpair(p_partner_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.unpair(p_partner_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.unpair(p_partner_id uuid) TO authenticated;
+
+--
 -- Name: TABLE devices; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT SELECT ON TABLE public.devices TO authenticated;
+
+--
+-- Name: TABLE partners; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.partners TO authenticated;
 
 --
 -- Name: TABLE users; Type: ACL; Schema: public; Owner: -

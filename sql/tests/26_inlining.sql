@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(21);
+select plan(23);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -27,6 +27,11 @@ select doesnt_match(pg_temp.plan_of('select auth.device_id()'), '(auth|guestpass
 select doesnt_match(pg_temp.plan_of('select auth.role()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.role() is inlined');
 select doesnt_match(pg_temp.plan_of('select auth.jwt()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.jwt() is inlined');
 select doesnt_match(pg_temp.plan_of($$select auth.claim_uuid('x')$$), '(auth|guestpass)\.[a-z_]+\(', 'auth.claim_uuid() is inlined');
+select doesnt_match(
+    pg_temp.plan_of($$select 1 where '00000000-0000-4000-8000-00000000000a' in (select p from auth.partner_ids() as p)$$),
+    '(auth|guestpass)\.[a-z_]+\(', 'auth.partner_ids() is inlined where a policy uses it (0035)'
+);
+select doesnt_match(pg_temp.plan_of($$select auth.has_role('client')$$), '(auth|guestpass)\.[a-z_]+\(', 'auth.has_role() is inlined (0032)');
 select doesnt_match(pg_temp.plan_of('select guestpass.clock()'), '(auth|guestpass)\.[a-z_]+\(', 'guestpass.clock() is inlined');
 select doesnt_match(
     pg_temp.plan_of($$select guestpass.quota_resets_at('Europe/Paris', now())$$), '(auth|guestpass)\.[a-z_]+\(',
