@@ -639,6 +639,7 @@ declare
     v_now timestamptz;
     v_user uuid;
     v_device uuid;
+    v_revoked boolean;
 begin
     if p_app is null then
         raise exception using errcode = '22023', message = 'an app is required';
@@ -655,9 +656,13 @@ begin
     update public.devices as d
     set last_seen_at = v_now
     where d.app_id = p_app and d.secret_hash = p_secret_hash
-    returning d.id, d.user_id into v_device, v_user;
+    returning d.id, d.user_id, d.revoked_at is not null into v_device, v_user, v_revoked;
 
     if found then
+        if v_revoked then
+            -- A revoked device's secret signs in no more (not even as a new guest).
+            raise exception using errcode = 'PT401', message = 'device revoked';
+        end if;
         return query select v_user, v_device, false;
         return;
     end if;
@@ -678,7 +683,7 @@ $$;
 -- Name: FUNCTION ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at (= guestpass.clock()); for an unknown device creates an anonymous user (user_metadata = p_user_metadata, default {}) and the device, created = true. An existing user''s metadata is never changed. Serialises on a transaction advisory lock per (app, hash). Raises 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at; or creates a guest (user_metadata p_user_metadata) and the device, created = true. A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent calls for one device serialise on an advisory lock, so one user is ever created per device.';
 
 --
 -- Name: grant_credits_admin(uuid, integer, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1400,6 +1405,51 @@ $$;
 COMMENT ON FUNCTION guestpass_server.app_devicecheck_settings() IS 'GuestPass server: the DeviceCheck settings of the caller''s app (claim app_id): team id, key id, .p8 key path, environment, base URL override and the welcome grant in credits; no row without a known app. Columns are null when not configured.';
 
 --
+-- Name: create_account_code(text, text, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_expires timestamptz;
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    perform guestpass.require_hex_sha256(p_code_hash, 'the code hash');
+    if p_kind is null or p_kind not in ('transfer', 'recovery') then
+        raise exception using errcode = '22023', message = 'the kind must be transfer or recovery';
+    end if;
+    if p_kind = 'transfer' and (p_ttl_seconds is null or p_ttl_seconds not between 60 and 86400) then
+        raise exception using errcode = '22023', message = 'a transfer code lives 60 to 86400 seconds';
+    end if;
+    if not exists (
+        select 1 from guestpass.sessions as s
+        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.revoked_at is null
+    ) then
+        raise exception using errcode = '42501', message = 'the session has ended';
+    end if;
+    if p_kind = 'recovery' then
+        -- A new recovery code voids the old one.
+        delete from guestpass.account_codes as a where a.user_id = v_user and a.kind = 'recovery';
+    else
+        v_expires := guestpass.clock() + make_interval(secs => p_ttl_seconds);
+    end if;
+    insert into guestpass.account_codes (app_id, user_id, kind, code_hash, expires_at)
+    values (v_app, v_user, p_kind, p_code_hash, v_expires);
+    return v_expires;
+end
+$$;
+
+--
+-- Name: FUNCTION create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer) IS 'GuestPass server: stores a new code (its SHA-256, p_code_hash) of kind transfer (expires after p_ttl_seconds, 60 to 86400) or recovery (no expiry; deletes the user''s previous recovery code) for the caller (claims sub, app_id, a live session_id). Returns the expiry (null for recovery). 22023 on bad arguments, 42501 without a live session.';
+
+--
 -- Name: current_user_profile(); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -1766,6 +1816,10 @@ begin
         return;
     end if;
 
+    -- The guest's sessions go first (with their refresh tokens): its devices, moved below, would carry them along
+    -- (sessions_device_user_fkey cascades the user), and a guest's session must never become the account's.
+    delete from guestpass.sessions as s where s.user_id = v_from;
+
     -- Credits, through the ledger.
     if v_guest.credits_balance > 0 then
         perform guestpass.apply_credit_change(v_from, -v_guest.credits_balance, 'merge_out', 'merge:' || v_from::text);
@@ -1818,6 +1872,81 @@ $_$;
 --
 
 COMMENT ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) IS 'GuestPass server: merges a guest into the caller''s account (claims sub and app_id). The guest is proven by its refresh token: p_token_hash (lowercase hex SHA-256) of a live token of live session p_session_id in the caller''s app. Moves every row referencing the guest''s public.users.id in public and p_schemas (from the catalog) to the caller, the credits through the ledger (merge_out / merge_in, idempotency key merge:<guest>), each day''s usage (added), the welcome-grant mark; runs public.guestpass_on_merge(p_from, p_to) when the app defines it; deletes the guest with its sessions. Returns status merged with the guest id, the credits moved, the account''s balance and the rows moved per table; or refresh_token_not_found (unknown, revoked, another app''s, or already merged), same_user, not_a_guest (the token''s user is not anonymous), changing nothing. A unique-key conflict raises 23505 and rolls everything back. Both users are locked in id order first: concurrent merges of one guest run one at a time.';
+
+--
+-- Name: redeem_account_code(text, text, text, jsonb, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) RETURNS TABLE(status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_app uuid := guestpass.require_app();
+    v_now timestamptz := guestpass.clock();
+    v_code guestpass.account_codes%rowtype;
+    v_device uuid;
+    v_owner uuid;
+begin
+    if p_kind is null or p_kind not in ('transfer', 'recovery') then
+        raise exception using errcode = '22023', message = 'the kind must be transfer or recovery';
+    end if;
+    perform guestpass.require_hex_sha256(p_code_hash, 'the code hash');
+    perform guestpass.require_hex_sha256(p_secret_hash, 'the device secret hash');
+    perform guestpass.require_hex_sha256(p_refresh_token_hash, 'the refresh token hash');
+    if p_session_id is null then
+        raise exception using errcode = '22023', message = 'a session id is required';
+    end if;
+    -- Every try takes a token first (10 an hour per client address); a refusal below is an answer, so it stays taken.
+    perform guestpass.enforce_rate_limit('redeem:ip:' || guestpass.client_address_key(p_client_ip), 10, 10.0 / 3600);
+
+    select a.* into v_code
+    from guestpass.account_codes as a
+    where a.code_hash = p_code_hash and a.kind = p_kind and a.app_id = v_app and a.used_at is null
+      and (a.expires_at is null or a.expires_at > v_now)
+    for update;
+    if not found then
+        return query select 'invalid_code'::text, null::uuid, null::uuid, null::boolean, null::text, null::jsonb,
+            null::jsonb, null::timestamptz, null::timestamptz, null::timestamptz;
+        return;
+    end if;
+
+    -- The new phone's device: its own new secret. A secret already in use elsewhere is refused.
+    perform pg_advisory_xact_lock(hashtextextended('guestpass.device:' || v_app::text || ':' || p_secret_hash, 0));
+    select d.user_id, d.id into v_owner, v_device
+    from public.devices as d where d.app_id = v_app and d.secret_hash = p_secret_hash;
+    if found and (v_owner <> v_code.user_id) then
+        return query select 'device_in_use'::text, null::uuid, null::uuid, null::boolean, null::text, null::jsonb,
+            null::jsonb, null::timestamptz, null::timestamptz, null::timestamptz;
+        return;
+    end if;
+    update guestpass.account_codes as a set used_at = v_now where a.id = v_code.id;
+    if v_device is null then
+        insert into public.devices (app_id, user_id, secret_hash, model, os_version, app_version, build_number, is_simulator)
+        values (v_app, v_code.user_id, p_secret_hash, p_device ->> 'model', p_device ->> 'os_version',
+                p_device ->> 'app_version', p_device ->> 'build_number', coalesce((p_device ->> 'is_simulator')::boolean, false))
+        returning id into v_device;
+    else
+        update public.devices as d set revoked_at = null, last_seen_at = v_now where d.id = v_device;
+    end if;
+
+    insert into guestpass.sessions (id, app_id, user_id, device_id, user_agent, ip)
+    values (p_session_id, v_app, v_code.user_id, v_device, left(p_user_agent, 1024), left(p_client_ip, 255));
+    insert into guestpass.refresh_tokens (session_id, counter, token_hash) values (p_session_id, 0, p_refresh_token_hash);
+
+    return query
+    select ('redeemed_' || p_kind)::text, u.id, v_device, u.is_anonymous, u.email, u.user_metadata, u.app_metadata,
+           u.created_at, u.updated_at, v_now
+    from public.users as u
+    where u.id = v_code.user_id;
+end
+$$;
+
+--
+-- Name: FUNCTION redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: signs a new phone in to the account of a transfer or recovery code (p_code_hash, its SHA-256) in the caller''s app (claim app_id), as a new device with secret hash p_secret_hash and facts p_device, with session p_session_id and refresh token counter 0. Takes a token of the client address''s bucket (redeem:ip:<key>, 10, 10 an hour; empty → PT429) first. Status redeemed_transfer / redeemed_recovery with the user; or invalid_code (used, expired, wrong or another app''s alike) or device_in_use (that secret belongs to another user), changing nothing but the token. The code row is locked: concurrent redemptions of one code add one device.';
 
 --
 -- Name: refresh_session(uuid, integer, text, text, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -2545,6 +2674,26 @@ $$;
 COMMENT ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text) IS 'GuestPass, for an app''s backend (service_role): adds p_amount (> 0, else 22023) credits to user p_user_id of the caller''s app (else 42501), with ledger reason p_reason (default grant). A p_idempotency_key (up to 255 characters, stored as grant:<key>) used before for this user grants nothing again. Returns the user''s quota (get_quota''s object).';
 
 --
+-- Name: list_devices(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.list_devices() RETURNS TABLE(device_id uuid, model text, os_version text, app_version text, created_at timestamp with time zone, last_seen_at timestamp with time zone, is_current boolean)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select d.id, d.model, d.os_version, d.app_version, d.created_at, d.last_seen_at, d.id = auth.device_id()
+    from public.devices as d
+    where d.user_id = auth.uid() and d.app_id = auth.app_id() and d.revoked_at is null
+    order by d.created_at, d.id
+$$;
+
+--
+-- Name: FUNCTION list_devices(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.list_devices() IS 'The caller''s devices that are not revoked: public id, model, OS and app version, created, last seen, and whether it is the caller''s own (claim device_id), oldest first.';
+
+--
 -- Name: list_partners(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2619,6 +2768,51 @@ $$;
 --
 
 COMMENT ON FUNCTION public.pair_with_code(p_code text) IS 'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. Takes a token from the caller''s pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s (pair:ip:<address>, 30, 30 an hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
+
+--
+-- Name: revoke_device(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.revoke_device(p_device_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_user uuid;
+    v_app uuid;
+    v_now timestamptz := guestpass.clock();
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    perform 1 from public.users as u where u.id = v_user for no key update;
+    if not exists (
+        select 1 from public.devices as d
+        where d.id = p_device_id and d.user_id = v_user and d.app_id = v_app and d.revoked_at is null
+    ) then
+        return false;
+    end if;
+    -- The last way in stays: another live device, an Apple identity or a live recovery code.
+    if not exists (
+            select 1 from public.devices as d where d.user_id = v_user and d.id <> p_device_id and d.revoked_at is null)
+       and not exists (select 1 from guestpass.identities as i where i.user_id = v_user)
+       and not exists (
+            select 1 from guestpass.account_codes as a where a.user_id = v_user and a.kind = 'recovery' and a.used_at is null)
+    then
+        raise exception using errcode = 'PT409', message = 'this is the account''s last way in',
+            hint = 'link Sign in with Apple or make a recovery code first';
+    end if;
+    update public.devices as d set revoked_at = v_now where d.id = p_device_id;
+    update guestpass.refresh_tokens as t set revoked_at = v_now
+    where t.session_id in (select s.id from guestpass.sessions as s where s.device_id = p_device_id) and t.revoked_at is null;
+    update guestpass.sessions as s set revoked_at = v_now where s.device_id = p_device_id and s.revoked_at is null;
+    return true;
+end
+$$;
+
+--
+-- Name: FUNCTION revoke_device(p_device_id uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.revoke_device(p_device_id uuid) IS 'Revokes one of the caller''s devices: its sessions and refresh tokens end at once and its secret signs in no more (PT401 device revoked). False when it is not a live device of the caller. The account''s last way in (no other device, no Apple identity, no recovery code) is refused: PT409.';
 
 --
 -- Name: rotate_share_code(); Type: FUNCTION; Schema: public; Owner: -
@@ -2719,6 +2913,31 @@ COMMENT ON FUNCTION public.unpair(p_partner_id uuid) IS 'Ends the pairing of the
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
+
+--
+-- Name: account_codes; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.account_codes (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    kind text NOT NULL,
+    code_hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    used_at timestamp with time zone,
+    CONSTRAINT account_codes_code_hash_check CHECK ((code_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT account_codes_kind_check CHECK ((kind = ANY (ARRAY['transfer'::text, 'recovery'::text])))
+);
+
+ALTER TABLE ONLY guestpass.account_codes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE account_codes; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.account_codes IS 'GuestPass: one-time codes that add a device to an account: transfer (from a signed-in phone, expires) and recovery (written down, one live per user). Only the SHA-256 of a code is stored; used_at is set when redeemed.';
 
 --
 -- Name: api_keys; Type: TABLE; Schema: guestpass; Owner: -
@@ -3241,6 +3460,7 @@ CREATE TABLE public.devices (
     is_simulator boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
     CONSTRAINT devices_secret_hash_check CHECK ((secret_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
@@ -3251,6 +3471,12 @@ ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
 --
 
 COMMENT ON TABLE public.devices IS 'GuestPass: a user''s devices. secret_hash is the lowercase hex SHA-256 of the client-held device secret (the secret is never stored); id is the public device id used as the device_id claim. Clients may only read their own devices; the server writes through SECURITY DEFINER functions.';
+
+--
+-- Name: COLUMN devices.revoked_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.devices.revoked_at IS 'When the user revoked this device (public.revoke_device): its sessions ended then and its secret signs in no more.';
 
 --
 -- Name: partners; Type: TABLE; Schema: public; Owner: -
@@ -3334,6 +3560,20 @@ ALTER TABLE ONLY guestpass.credit_ledger ALTER COLUMN id SET DEFAULT nextval('gu
 --
 
 ALTER TABLE ONLY guestpass.refresh_tokens ALTER COLUMN id SET DEFAULT nextval('guestpass.refresh_tokens_id_seq'::regclass);
+
+--
+-- Name: account_codes account_codes_code_hash_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.account_codes
+    ADD CONSTRAINT account_codes_code_hash_key UNIQUE (code_hash);
+
+--
+-- Name: account_codes account_codes_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.account_codes
+    ADD CONSTRAINT account_codes_pkey PRIMARY KEY (id);
 
 --
 -- Name: api_keys api_keys_key_hash_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
@@ -3490,6 +3730,13 @@ ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_app_secret_key UNIQUE (app_id, secret_hash);
 
 --
+-- Name: devices devices_id_user_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_id_user_id_key UNIQUE (id, user_id);
+
+--
 -- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3516,6 +3763,12 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: account_codes_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX account_codes_user_id_idx ON guestpass.account_codes USING btree (user_id);
 
 --
 -- Name: api_keys_app_id_idx; Type: INDEX; Schema: guestpass; Owner: -
@@ -3662,6 +3915,13 @@ CREATE TRIGGER users_mark_account_setup BEFORE INSERT OR UPDATE ON public.users 
 CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION guestpass.set_updated_at();
 
 --
+-- Name: account_codes account_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.account_codes
+    ADD CONSTRAINT account_codes_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: api_keys api_keys_app_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3739,11 +3999,11 @@ ALTER TABLE ONLY guestpass.refresh_tokens
     ADD CONSTRAINT refresh_tokens_session_id_fkey FOREIGN KEY (session_id) REFERENCES guestpass.sessions(id) ON DELETE CASCADE;
 
 --
--- Name: sessions sessions_device_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+-- Name: sessions sessions_device_user_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
 ALTER TABLE ONLY guestpass.sessions
-    ADD CONSTRAINT sessions_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE SET NULL;
+    ADD CONSTRAINT sessions_device_user_fkey FOREIGN KEY (device_id, user_id) REFERENCES public.devices(id, user_id) ON UPDATE CASCADE ON DELETE SET NULL (device_id);
 
 --
 -- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
@@ -3793,6 +4053,12 @@ ALTER TABLE ONLY public.partners
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
+
+--
+-- Name: account_codes; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.account_codes ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: api_keys; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -4272,6 +4538,13 @@ REVOKE ALL ON FUNCTION guestpass_server.app_devicecheck_settings() FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.app_devicecheck_settings() TO authenticated;
 
 --
+-- Name: FUNCTION create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer) TO authenticated;
+
+--
 -- Name: FUNCTION current_user_profile(); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
@@ -4312,6 +4585,13 @@ GRANT ALL ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p
 
 REVOKE ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) TO authenticated;
+
+--
+-- Name: FUNCTION redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) TO anon;
 
 --
 -- Name: FUNCTION refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision); Type: ACL; Schema: guestpass_server; Owner: -
@@ -4409,6 +4689,13 @@ REVOKE ALL ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_
 GRANT ALL ON FUNCTION public.grant_credits(p_user_id uuid, p_amount integer, p_reason text, p_idempotency_key text) TO service_role;
 
 --
+-- Name: FUNCTION list_devices(); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.list_devices() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.list_devices() TO authenticated;
+
+--
 -- Name: FUNCTION list_partners(); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4421,6 +4708,13 @@ GRANT ALL ON FUNCTION public.list_partners() TO authenticated;
 
 REVOKE ALL ON FUNCTION public.pair_with_code(p_code text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.pair_with_code(p_code text) TO authenticated;
+
+--
+-- Name: FUNCTION revoke_device(p_device_id uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.revoke_device(p_device_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.revoke_device(p_device_id uuid) TO authenticated;
 
 --
 -- Name: FUNCTION rotate_share_code(); Type: ACL; Schema: public; Owner: -

@@ -25,7 +25,10 @@ select fk_ok(
     'guestpass', 'sessions', array['user_id', 'app_id'], 'public', 'users', array['id', 'app_id'],
     'a session''s user is in the session''s app (composite foreign key)'
 );
-select fk_ok('guestpass', 'sessions', 'device_id', 'public', 'devices', 'id', 'a session points at a device');
+select fk_ok(
+    'guestpass', 'sessions', array['device_id', 'user_id'], 'public', 'devices', array['id', 'user_id'],
+    'a session points at a device of its own user (0036: composite foreign key)'
+);
 select fk_ok(
     'guestpass', 'refresh_tokens', 'session_id', 'guestpass', 'sessions', 'id', 'a refresh token belongs to a session'
 );
@@ -33,7 +36,7 @@ select is(
     pg_temp.fk_on_delete(array['guestpass.sessions', 'guestpass.refresh_tokens']::regclass[]),
     array[
         'refresh_tokens_session_id_fkey on delete cascade',
-        'sessions_device_id_fkey on delete set null',
+        'sessions_device_user_fkey on delete set null',
         'sessions_user_id_fkey on delete cascade'
     ],
     'deleting a user (and so an app) or a session deletes its sessions and tokens; deleting a device only detaches it'
@@ -161,12 +164,14 @@ select is(
     array[
         'guestpass_server.app_apple_settings to anon',
         'guestpass_server.app_devicecheck_settings to authenticated',
+        'guestpass_server.create_account_code to authenticated',
         'guestpass_server.current_user_profile to authenticated',
         'guestpass_server.delete_account to authenticated',
         'guestpass_server.devicecheck_begin to authenticated',
         'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.devicecheck_take_lease to authenticated',
         'guestpass_server.merge_guest to authenticated',
+        'guestpass_server.redeem_account_code to anon',
         'guestpass_server.refresh_session to anon',
         'guestpass_server.resolve_api_key to anon',
         'guestpass_server.sign_in_with_identity to anon',

@@ -13,6 +13,10 @@ import Hummingbird
 /// `same_user`; a token of a user who is not a guest, 422 `not_a_guest`; a unique-key conflict while moving rows, 409
 /// `merge_conflict`, and nothing changed.
 ///
+/// `POST /v1/devices/transfer-code` (a signed-in phone): a one-time transfer code (10 minutes by default) and its QR
+/// payload; `POST /v1/account/recovery-code`: a recovery code, shown once. Both are redeemed in the sign-up call
+/// (`data.transfer_code` / `data.recovery_code` with the new phone's own `device_id`).
+///
 /// `POST /v1/account/delete`: deletes the caller and every row that references it (`guestpass_server.delete_account`),
 /// then revokes at Apple each Apple refresh token the account held (kept from the `authorization_code` the app sent at
 /// sign-in, when the app configured its Sign in with Apple key). Answers `{deleted: true, apple_tokens_revoked}`; a
@@ -33,6 +37,31 @@ struct AccountRoutes: Sendable {
             .group(context: SignedInContext.self)
             .post("merge") { request, context in try await self.merge(request, context) }
             .post("delete") { _, context in try await self.delete(context) }
+            .post("recovery-code") { _, context in try await self.newCode(.recovery, context) }
+        router.group("v1/devices").add(middleware: ErrorMiddleware(dialect: .goTrue))
+            .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+            .group(context: SignedInContext.self)
+            .post("transfer-code") { _, context in try await self.newCode(.transfer, context) }
+    }
+
+    struct CodeResponse: ResponseEncodable {
+        let code: String
+        /// What a QR code shows, for the new phone to scan (transfer codes).
+        let qr_payload: String?
+        let expires_at: String?
+    }
+
+    /// `POST /v1/devices/transfer-code` and `POST /v1/account/recovery-code`: a new one-time code for the caller,
+    /// shown once (only its SHA-256 is stored). A new recovery code voids the previous one.
+    func newCode(_ kind: AccountCode.Kind, _ context: SignedInContext) async throws -> CodeResponse {
+        let code = try AccountCode.generate(kind)
+        guard let hash = AccountCode.hash(code) else { throw APIError.unexpected }
+        let expires = try await self.functions.createAccountCode(
+            kind, codeHash: hash, lifetime: self.tokens.configuration.transferCodeLifetime, as: context.caller.identity
+        )
+        return CodeResponse(
+            code: code, qr_payload: kind == .transfer ? "guestpass:transfer?code=\(code)" : nil, expires_at: expires.map(Timestamp.rfc3339)
+        )
     }
 
     struct DeleteResponse: ResponseEncodable {

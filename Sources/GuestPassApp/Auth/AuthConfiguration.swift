@@ -15,6 +15,8 @@ public struct AuthConfiguration: Sendable {
     public var accessTokenLifetime: Int = 3600
     /// A revoked refresh token replayed within this many seconds returns the active session instead of revoking the family.
     public var refreshReuseWindow: Double = 10
+    /// How long a transfer code lives, in seconds (`GUESTPASS_TRANSFER_CODE_TTL`, default 600, 60...86400).
+    public var transferCodeLifetime: Int = 600
     /// The key refresh tokens are authenticated with (derived from the signing key unless configured).
     public var refreshTokenKey: [UInt8]
     /// Sign-ups per client IP: bucket size and refill per hour.
@@ -74,6 +76,7 @@ public struct AuthConfiguration: Sendable {
         if let issuer = environment["GUESTPASS_JWT_ISSUER"], !issuer.isEmpty { self.issuer = issuer }
         self.accessTokenLifetime = try Self.number(environment, "GUESTPASS_JWT_EXPIRY", default: 3600, range: 60...86_400 * 7)
         self.refreshReuseWindow = Double(try Self.number(environment, "GUESTPASS_REFRESH_REUSE_WINDOW", default: 10, range: 0...3600))
+        self.transferCodeLifetime = try Self.number(environment, "GUESTPASS_TRANSFER_CODE_TTL", default: 600, range: 60...86400)
         self.signupsPerHourPerIP = Double(try Self.number(environment, "GUESTPASS_SIGNUP_RATE_PER_HOUR", default: 30, range: 1...1_000_000))
         self.signupBurstPerIP = try Self.number(environment, "GUESTPASS_SIGNUP_BURST", default: 30, range: 1...1_000_000)
         self.signupsPerHourPerApp = Double(

@@ -50,15 +50,60 @@ struct AuthRoutes: Sendable {
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
-        let row = try await self.functions.signUpGuest(
-            signup, limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
-            refreshTokenHash: Digest.sha256Hex(refreshToken), as: caller.anonIdentity
-        )
+        if let redemption = signup.accountCode {
+            return try await self.redeem(redemption, signup, request, context, sessionID: sessionID, refreshToken: refreshToken)
+        }
+        let row: PostgresRow
+        do {
+            row = try await self.functions.signUpGuest(
+                signup, limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
+                refreshTokenHash: Digest.sha256Hex(refreshToken), as: caller.anonIdentity
+            )
+        } catch let error as PostgresError where error.sqlState?.rawValue == "PT401" {
+            throw Self.deviceRevoked
+        }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
             lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
         )
         return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
+    }
+
+    static let deviceRevoked = APIError.unauthorized("device_revoked", "This device was revoked; sign in another way")
+
+    /// Sign-up with `data.transfer_code` or `data.recovery_code`: the new phone (its own `data.device_id`) joins the
+    /// code's account as a new device. A used, expired, wrong or unknown code is the same 400 (no oracle).
+    func redeem(
+        _ redemption: GuestSignup.AccountCodeRedemption, _ signup: GuestSignup, _ request: Request, _ context: CallerContext, sessionID: UUID,
+        refreshToken: String
+    ) async throws -> Response {
+        guard let secretHash = signup.deviceSecretHash else {
+            throw APIError.validation("data.device_id (the new phone's own secret) is required with a code")
+        }
+        let kind: AccountCode.Kind = redemption.kind
+        let outcome: RedeemOutcome
+        if let codeHash = AccountCode.hash(redemption.code) {
+            outcome = try await self.functions.redeemAccountCode(
+                kind, codeHash: codeHash, signup: signup, deviceSecretHash: secretHash, userAgent: request.headers[.userAgent],
+                sessionID: sessionID, refreshTokenHash: Digest.sha256Hex(refreshToken), as: context.caller.anonIdentity
+            )
+        } else {
+            outcome = .invalidCode
+        }
+        switch outcome {
+        case .redeemed(let row, let kind):
+            let user = try SessionUser(
+                row: row, appID: context.caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
+                lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
+            )
+            return try self.sessionResponse(
+                user: user, refreshToken: refreshToken, request: request, context: context, recoveryCodeUsed: kind == .recovery
+            )
+        case .invalidCode:
+            throw APIError(.badRequest, code: "invalid_\(kind.rawValue)_code", message: "The code is not valid (used, expired or wrong)")
+        case .deviceInUse:
+            throw APIError(.unprocessableContent, code: "device_in_use", message: "This device id belongs to another account")
+        }
     }
 
     // MARK: POST /auth/v1/token?grant_type=refresh_token|id_token
@@ -157,11 +202,14 @@ struct AuthRoutes: Sendable {
 
     // MARK: Helpers
 
-    func sessionResponse(user: SessionUser, refreshToken: String, request: Request, context: CallerContext) throws -> Response {
+    func sessionResponse(
+        user: SessionUser, refreshToken: String, request: Request, context: CallerContext, recoveryCodeUsed: Bool = false
+    ) throws -> Response {
         let access = try self.tokens.issueAccessToken(for: user)
         let body = SessionResponse(
             access_token: access.token, expires_in: self.configuration.accessTokenLifetime, expires_at: access.expiresAt,
-            refresh_token: refreshToken, user: UserResponse(user, audience: self.configuration.audience)
+            refresh_token: refreshToken, user: UserResponse(user, audience: self.configuration.audience),
+            recovery_code_used: recoveryCodeUsed ? true : nil
         )
         return try body.response(from: request, context: context)
     }

@@ -9,6 +9,13 @@ struct GuestSignup {
     let device: [String: JSONValue]?
     /// Everything else in `data`, stored as `user_metadata` (never the device secret or device facts).
     let userMetadata: [String: JSONValue]
+    /// `data.transfer_code` or `data.recovery_code`: join that account as a new device instead of signing up a guest.
+    let accountCode: AccountCodeRedemption?
+
+    struct AccountCodeRedemption {
+        let kind: AccountCode.Kind
+        let code: String
+    }
 
     init(data: JSONValue?) throws {
         var metadata: [String: JSONValue]
@@ -45,6 +52,14 @@ struct GuestSignup {
             self.device = facts
         } else {
             self.device = nil
+        }
+        let transfer = metadata.removeValue(forKey: "transfer_code")
+        let recovery = metadata.removeValue(forKey: "recovery_code")
+        switch (transfer, recovery) {
+        case (nil, nil): self.accountCode = nil
+        case (.string(let code)?, nil): self.accountCode = AccountCodeRedemption(kind: .transfer, code: code)
+        case (nil, .string(let code)?): self.accountCode = AccountCodeRedemption(kind: .recovery, code: code)
+        default: throw APIError.validation("send one of data.transfer_code and data.recovery_code, as a string")
         }
         guard JSONValue.object(metadata).jsonText.utf8.count <= 16 * 1024 else {
             throw APIError.validation("data is larger than 16 KiB")

@@ -78,6 +78,8 @@ struct SessionResponse: Encodable {
     let expires_at: Int
     let refresh_token: String
     let user: UserResponse
+    /// After a recovery-code sign-in: the code is spent, and the app should have the user make a new one.
+    var recovery_code_used: Bool? = nil
 }
 
 /// RFC 3339 timestamps with microseconds and `Z`, as GoTrue writes them.
