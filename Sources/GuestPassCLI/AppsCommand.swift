@@ -11,9 +11,10 @@ struct AppsCommand: AsyncParsableCommand {
         subcommands: [Create.self, Configure.self, GrantCredits.self, SetPremium.self]
     )
 
-    /// `guestpass apps configure`: quota, DeviceCheck and Sign in with Apple settings of one app.
+    /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code and partner settings of one app.
     struct Configure: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change an app's quota, DeviceCheck and Sign in with Apple settings.")
+        static let configuration = CommandConfiguration(
+            abstract: "Change an app's quota, DeviceCheck, Sign in with Apple, share-code and partner settings.")
         @OptionGroup var database: DatabaseOptions
         @Option(help: "The app id.") var app: UUID
         @Option(help: "Free consumptions per day (default 3).") var dailyFree: Int?
@@ -27,6 +28,10 @@ struct AppsCommand: AsyncParsableCommand {
         var appleAudiences: String?
         @Option(help: "Sign in with Apple: a base URL instead of https://appleid.apple.com (the local stand-in).") var appleBaseUrl: String?
         @Option(help: "The role complete_account_setup assigns once (e.g. client).") var defaultRole: String?
+        @Option(help: "Share codes: characters per code (4 to 12, default 6).") var shareCodeLength: Int?
+        @Option(help: "Share codes: digits only (true, for a keypad) or the look-alike-free alphabet (false, default).")
+        var shareCodeDigitsOnly: Bool?
+        @Option(help: "Partners a user may have at once (1 to 100, default 1).") var partnerLimit: Int?
         @Option(help: "Sign in with Apple: the Apple team id, for the code exchange and revocation.") var appleTeamId: String?
         @Option(help: "Sign in with Apple: the key id of the .p8 key.") var appleKeyId: String?
         @Option(help: "Sign in with Apple: the path of the .p8 key, readable by the server.") var appleKeyPath: String?
@@ -53,6 +58,9 @@ struct AppsCommand: AsyncParsableCommand {
             }
             settings.appleBaseURL = self.appleBaseUrl
             settings.defaultRole = self.defaultRole
+            settings.shareCodeLength = self.shareCodeLength
+            settings.shareCodeDigitsOnly = self.shareCodeDigitsOnly
+            settings.partnerLimit = self.partnerLimit
             settings.appleTeamID = self.appleTeamId
             settings.appleKeyID = self.appleKeyId
             settings.appleKeyPath = self.appleKeyPath

@@ -61,6 +61,10 @@ public struct Administration: Sendable {
         public var appleTeamID: String?
         public var appleKeyID: String?
         public var appleKeyPath: String?
+        /// Share codes: length and alphabet; partners per user.
+        public var shareCodeLength: Int?
+        public var shareCodeDigitsOnly: Bool?
+        public var partnerLimit: Int?
 
         public init() {}
 
@@ -76,6 +80,8 @@ public struct Administration: Sendable {
                 ("apple_audiences", self.appleAudiences.map(PostgresTextArray.literal)),
                 ("apple_base_url", self.appleBaseURL), ("default_role", self.defaultRole),
                 ("apple_team_id", self.appleTeamID), ("apple_key_id", self.appleKeyID), ("apple_key_path", self.appleKeyPath),
+                ("share_code_length", self.shareCodeLength), ("share_code_digits_only", self.shareCodeDigitsOnly),
+                ("partner_limit", self.partnerLimit),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }
