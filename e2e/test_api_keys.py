@@ -20,7 +20,7 @@ import urllib.parse
 import httpx
 import pytest
 
-from conftest import _die_with_parent, psql
+from conftest import _die_with_parent, psql, run
 from support import assert_json_error, raw_request, sign_up_guest
 
 pytestmark = pytest.mark.attack  # from the attack run: a hole found and kept closed
@@ -208,3 +208,33 @@ def test_malformed_keys_are_refused_without_a_database_lookup(keys_server, app, 
                 keys_server.url + "/auth/v1/signup", headers={"apikey": "gp_pub_" + secrets.token_hex(32)}, json={},
                 timeout=0.5,
             )
+
+
+def test_rotating_keys_then_revoking_the_old_ones(http, server, database):
+    """`apps rotate-keys` adds working keys while the old ones keep working; `apps revoke-key` retires one (a server
+    that has not cached it refuses it at once; one that has, within its one-minute cache); `apps list` shows both,
+    never the keys."""
+    import json as _json
+
+    from support import create_app
+
+    app = create_app(database, "rotate-me")
+    env = {"DATABASE_URL": database.super_url}
+    rotated = run([database.bin, "apps", "rotate-keys", "--app", app.app_id], env=env)
+    new_publishable = next(line.split()[-1] for line in rotated.splitlines() if line.startswith("publishable key:"))
+    assert new_publishable != app.publishable_key
+
+    def sign_up(key: str) -> int:
+        return http.post(server.url + "/auth/v1/signup", headers={"apikey": key, "Authorization": f"Bearer {key}"},
+                         json={}).status_code
+
+    assert sign_up(new_publishable) == 200
+    assert sign_up(app.secret_key) == 200, "the old secret key still works"
+    run([database.bin, "apps", "revoke-key", "--app", app.app_id, "--key", app.publishable_key], env=env)
+    assert sign_up(app.publishable_key) == 401, "the revoked key, never cached by this server, is refused at once"
+    assert sign_up(new_publishable) == 200
+
+    listed = _json.loads(run([database.bin, "apps", "list", "--json"], env=env))
+    keys = next(a for a in listed if a["app_id"] == app.app_id)["keys"]
+    assert len(keys) == 4 and sum(k.get("revoked_at") is not None for k in keys) == 1
+    assert app.publishable_key not in _json.dumps(listed) and new_publishable not in _json.dumps(listed)

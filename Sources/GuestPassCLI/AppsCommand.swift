@@ -8,7 +8,7 @@ import GuestPassPostgres
 struct AppsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apps", abstract: "Manage apps, their API keys and settings.",
-        subcommands: [Create.self, Configure.self, GrantCredits.self, SetPremium.self]
+        subcommands: [Create.self, List.self, Configure.self, RotateKeys.self, RevokeKey.self, GrantCredits.self, SetPremium.self]
     )
 
     /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code and partner settings of one app.
@@ -133,6 +133,72 @@ struct AppsCommand: AsyncParsableCommand {
                 print("secret key:      \(secret.value)")
                 print("Keys are stored hashed and cannot be shown again.")
             }
+        }
+    }
+}
+
+extension AppsCommand {
+    /// `guestpass apps list`: every app with its keys (ids, kinds, first characters, dates; never the keys).
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the apps and their API keys (never the keys themselves).")
+        @OptionGroup var database: DatabaseOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let apps = try await withAdminPool(self.database) { try await Administration(pool: $0).listApps() }
+            if self.json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(apps), as: UTF8.self))
+                return
+            }
+            for app in apps {
+                print("\(app.app_id)  \(app.name)")
+                for key in app.keys {
+                    print(
+                        "  \(key.id)  \(key.kind.padding(toLength: 11, withPad: " ", startingAt: 0)) \(key.prefix)…  created \(key.created_at)"
+                            + (key.revoked_at.map { "  revoked \($0)" } ?? ""))
+                }
+            }
+        }
+    }
+
+    /// `guestpass apps rotate-keys`: new publishable and secret keys; the old ones work until `revoke-key`.
+    struct RotateKeys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-keys",
+            abstract: "Make new publishable and secret keys for an app. The old keys keep working until revoke-key: ship the new ones first."
+        )
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The app id.") var app: UUID
+
+        func run() async throws {
+            let app = self.app
+            guard let keys = try await withAdminPool(self.database, { try await Administration(pool: $0).rotateKeys(app: app) }) else {
+                throw ValidationError("no app with id \(app)")
+            }
+            print("publishable key: \(keys.publishable.value)")
+            print("secret key:      \(keys.secret.value)")
+            print("Keys are stored hashed and cannot be shown again. Revoke the old ones with `guestpass apps revoke-key`.")
+        }
+    }
+
+    /// `guestpass apps revoke-key`: one key of an app stops working (within the servers' one-minute key cache).
+    struct RevokeKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-key",
+            abstract: "Revoke one API key of an app (the key, or its id from `apps list`). Servers refuse it within a minute."
+        )
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "The app id.") var app: UUID
+        @Option(help: "The key itself, or its id from `guestpass apps list`.") var key: String
+
+        func run() async throws {
+            let (app, key) = (self.app, self.key)
+            guard try await withAdminPool(self.database, { try await Administration(pool: $0).revokeKey(app: app, key: key) }) else {
+                throw ValidationError("app \(app) has no live key like that")
+            }
+            print("Revoked.")
         }
     }
 }
