@@ -107,8 +107,14 @@ def start_on_free_port(argv, log_path, answers, attempts: int = 3, timeout: floa
     raise RuntimeError(f"{argv(0)[1]} did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
 
 
+DEVICE_SECRETS: set[str] = set()
+
+
 def new_device_secret() -> str:
-    return str(uuid.uuid4())
+    """A new device secret (a random v4 UUID), remembered so that test_zz_log_secrets can look for it in the logs."""
+    secret = str(uuid.uuid4())
+    DEVICE_SECRETS.add(secret)
+    return secret
 
 
 # ---------------------------------------------------------------- database
@@ -188,6 +194,9 @@ class Server:
                 **self.db.serve_environment,
                 "GUESTPASS_HOST": "127.0.0.1",
                 "GUESTPASS_PORT": str(self.port),
+                # JSON lines at debug level: test_zz_log_secrets reads every line of every server for secrets.
+                "LOG_FORMAT": "json",
+                "LOG_LEVEL": "debug",
                 **self.env,
             }
             log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from conftest import psql, run
+from conftest import new_device_secret, psql, run
 from support import assert_error, refresh
 from test_apple_sign_in import apple, apple_app, rpc, sign_in  # noqa: F401 (fixtures)
 
@@ -81,7 +81,7 @@ def device_sign_up(http, server, app, device: str) -> dict:
 
 
 def test_after_deletion_the_same_device_is_a_new_guest(http, server, apple_app):  # noqa: F811
-    device = str(uuid.uuid4())
+    device = new_device_secret()
     first = device_sign_up(http, server, apple_app, device)
     headers = {"apikey": apple_app.publishable_key, "Authorization": f"Bearer {first['access_token']}"}
     response = http.post(server.url + "/v1/account/delete", headers=headers)
@@ -93,7 +93,7 @@ def test_after_deletion_the_same_device_is_a_new_guest(http, server, apple_app):
 def test_a_merged_guests_device_signs_in_to_the_account(http, server, apple, apple_app):  # noqa: F811
     from test_apple_sign_in import merge
 
-    device = str(uuid.uuid4())
+    device = new_device_secret()
     guest = device_sign_up(http, server, apple_app, device)
     account = sign_in(http, server, apple_app, apple.id_token(f"device-merge-{uuid.uuid4()}")).json()
     assert merge(http, server, apple_app, account["access_token"], guest["refresh_token"]).status_code == 200

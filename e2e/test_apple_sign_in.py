@@ -17,7 +17,7 @@ import uuid
 import httpx
 import pytest
 
-from conftest import api_headers, free_port, psql, run, start_on_free_port, stop_process
+from conftest import api_headers, free_port, new_device_secret, psql, run, start_on_free_port, stop_process
 from support import assert_error, create_app, guest_headers, make_client, refresh, sign_up_guest
 
 AUDIENCE = "com.example.fortunia"
@@ -371,7 +371,7 @@ def test_a_python_client_guest_links_with_the_swift_clients_exact_body(http, ser
     `linkIdentityWithIdToken` sends (raw nonce, `link_identity`, `gotrue_meta_security`) with the guest's token; the
     client then carries on with the new session and sees its rows as the upgraded user."""
     client = make_client(server, apple_app)
-    guest = client.auth.sign_in_anonymously({"options": {"data": {"device_id": str(uuid.uuid4())}}})
+    guest = client.auth.sign_in_anonymously({"options": {"data": {"device_id": new_device_secret()}}})
     client.rpc("add_reading", {"p_kind": "face"}).execute()
     raw, hashed = nonce_pair()
     response = http.post(

@@ -9,13 +9,12 @@ secret signs in no more, the other device untouched.
 
 from __future__ import annotations
 
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from conftest import api_headers, psql
+from conftest import api_headers, new_device_secret, psql
 from support import assert_error, create_app, make_client, refresh
 
 
@@ -29,7 +28,7 @@ def device_server(start_server):
 def phone(http, server, app, ip: str, **data) -> httpx.Response:
     """A sign-up from a phone with a new secret of its own, from address `ip`."""
     return http.post(server.url + "/auth/v1/signup", headers=api_headers(app, **{"X-Forwarded-For": ip}),
-                     json={"data": {"device_id": str(uuid.uuid4()), **data}})
+                     json={"data": {"device_id": new_device_secret(), **data}})
 
 
 def bearer(app, session: dict) -> dict:
@@ -107,7 +106,7 @@ def test_a_recovery_code_restores_the_account_once_and_a_new_one_voids_the_old(h
 def test_revoking_a_device_ends_it_at_once_and_leaves_the_other(http, device_server, database):
     server = device_server
     app = create_app(database, "revoke")
-    secret = str(uuid.uuid4())
+    secret = new_device_secret()
     old = http.post(server.url + "/auth/v1/signup", headers=api_headers(app, **{"X-Forwarded-For": "192.0.2.40"}),
                     json={"data": {"device_id": secret}}).json()
     # The only device cannot be revoked (no other way in).
@@ -134,5 +133,5 @@ def test_the_python_client_redeems_a_transfer_code_in_sign_in_anonymously(http, 
     old = phone(http, server, app, "192.0.2.50").json()
     code = http.post(server.url + "/v1/devices/transfer-code", headers=bearer(app, old)).json()["code"]
     moved = make_client(server, app).auth.sign_in_anonymously(
-        {"options": {"data": {"device_id": str(uuid.uuid4()), "transfer_code": code}}})
+        {"options": {"data": {"device_id": new_device_secret(), "transfer_code": code}}})
     assert moved.user.id == old["user"]["id"]

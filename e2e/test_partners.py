@@ -7,12 +7,12 @@ limit and finds nothing, and a wrong and an unknown code answer byte-identical b
 
 from __future__ import annotations
 
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from conftest import new_device_secret
 from support import create_app, guest_headers, make_client, sign_up_guest
 
 
@@ -28,7 +28,7 @@ def partner_server(start_server):
 
 def python_guest(server, app):
     client = make_client(server, app)
-    client.auth.sign_in_anonymously({"options": {"data": {"device_id": str(uuid.uuid4())}}})
+    client.auth.sign_in_anonymously({"options": {"data": {"device_id": new_device_secret()}}})
     return client
 
 

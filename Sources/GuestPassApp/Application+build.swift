@@ -31,7 +31,7 @@ func buildRouter(
     afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
-    router.add(middleware: RequestLogMiddleware(level: .debug))
+    router.add(middleware: RequestLogMiddleware(level: .info))
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)

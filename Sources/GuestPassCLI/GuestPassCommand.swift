@@ -33,7 +33,13 @@ struct DatabaseOptions: ParsableArguments {
 /// commands read `LOG_LEVEL` leniently), output to standard error.
 func bootstrapLogging(label: String, level: Logger.Level? = nil) -> Logger {
     let level = level ?? ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+    let json = ProcessInfo.processInfo.environment["LOG_FORMAT"]?.lowercased() == "json"
     LoggingSystem.bootstrap { label in
+        if json {
+            var handler = JSONLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = level
         return handler

@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassCrypto
 import GuestPassDeviceCheck
 import GuestPassPostgres
 import HTTPTypes
@@ -155,18 +156,20 @@ extension APIError {
 
 extension APIError {
     /// The response in `dialect`'s shape, with `x-sb-error-code` and the client's `X-Supabase-Api-Version` echoed.
+    /// Keys in a fixed (byte) order: equal errors are byte-identical (no oracle in the ordering of a body).
     func response(dialect: ErrorDialect, request: Request) throws -> Response {
-        let data: Data
+        let data: [UInt8]
         switch dialect {
-        case .goTrue: data = try JSONEncoder().encode(GoTrueErrorBody(code: self.code, message: self.message))
+        case .goTrue: data = try CompactJSONEncoder().encode(GoTrueErrorBody(code: self.code, message: self.message))
         case .postgREST:
-            data = try JSONEncoder().encode(PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
+            data = try CompactJSONEncoder().encode(
+                PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
         }
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.supabaseErrorCode] = self.code
         if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
-        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: data)))
+        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 

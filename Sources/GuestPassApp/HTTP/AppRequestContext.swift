@@ -1,4 +1,6 @@
+import Foundation
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The request context of every route: Hummingbird's core storage, the client's socket address, and the caller once
@@ -8,7 +10,12 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     /// The peer of the TCP connection (the load balancer, when there is one).
     public let remoteAddress: SocketAddress?
     /// Who is calling, on the route groups that authenticate.
-    var caller: Caller?
+    var caller: Caller? {
+        didSet { self.loggedAppID.withLockedValue { $0 = self.caller?.appID } }
+    }
+    /// The caller's app, for the request log line (shared by every copy of this context, so the outermost middleware
+    /// sees what authentication found).
+    let loggedAppID = NIOLockedValueBox<UUID?>(nil)
     public var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
 
     public init(source: ApplicationRequestContextSource) {

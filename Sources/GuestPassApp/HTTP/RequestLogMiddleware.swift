@@ -1,30 +1,58 @@
+import HTTPTypes
 import Hummingbird
 import Logging
+import NIOConcurrencyHelpers
 
-/// Logs each request's method, path (never the query string, which may carry an `apikey`), status and duration.
-/// Headers and bodies are never logged: they carry keys, tokens and device secrets.
-struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+/// Logs one line per request (`request`, at info): request id, method, route template (never the path's values or
+/// the query string, which may carry an `apikey`), status, duration in milliseconds and the caller's app. Headers and
+/// bodies are never logged: they carry keys, tokens and device secrets.
+///
+/// The request id is the client's `X-Request-Id` when it is a sane token (1 to 128 characters of `A-Z a-z 0-9 . _ -`),
+/// else Hummingbird's; it is put on the request's logger (`request_id`, so every line logged while serving the request
+/// carries it) and echoed in the response's `X-Request-Id`.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = AppRequestContext
     let level: Logger.Level
+
+    static let requestIDHeader = HTTPField.Name("X-Request-Id")!
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
+        let requestID = request.headers[Self.requestIDHeader].flatMap(Self.saneRequestID) ?? context.id
+        var context = context
+        context.logger[metadataKey: "request_id"] = .string(requestID)
         var status = "error"
         defer {
-            context.logger.log(
-                level: self.level, "request",
-                metadata: [
-                    "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "http.status": "\(status)",
-                    "http.duration": "\(ContinuousClock.now - started)",
-                ]
-            )
+            let elapsed = ContinuousClock.now - started
+            var metadata: Logger.Metadata = [
+                "method": "\(request.method)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(status)",
+                "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+            ]
+            if let app = context.loggedAppID.withLockedValue({ $0 }) { metadata["app_id"] = "\(app.lowercasedString)" }
+            context.logger.log(level: self.level, "request", metadata: metadata)
         }
         do {
-            let response = try await next(request, context)
+            var response = try await next(request, context)
             status = "\(response.status.code)"
+            response.headers[Self.requestIDHeader] = requestID
             return response
         } catch let error as any HTTPResponseError {
             status = "\(error.status.code)"
             throw error
         }
+    }
+
+    static func saneRequestID(_ value: String) -> String? {
+        guard (1...128).contains(value.utf8.count),
+            value.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+        else { return nil }
+        return value
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
