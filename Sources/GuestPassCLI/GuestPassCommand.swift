@@ -10,7 +10,7 @@ struct GuestPassCommand: AsyncParsableCommand {
         abstract: "Guest identity, quotas and row-level security for mobile apps, over PostgreSQL.",
         subcommands: [
             ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self,
-            AppleStandInCommand.self,
+            AppleStandInCommand.self, PruneCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -93,9 +93,9 @@ struct AppleTokenSealer: Sendable {
 }
 
 /// PostgreSQL's text form of a one-dimensional `text[]` whose elements need no quoting or were quoted by PostgreSQL.
-enum PostgresTextArray {
+public enum PostgresTextArray {
     /// The elements of `{a,b,"c d"}`.
-    static func elements(_ text: String) -> [String] {
+    public static func elements(_ text: String) -> [String] {
         guard text.count >= 2, text.first == "{", text.last == "}" else { return [] }
         var elements: [String] = []
         var current = ""
@@ -121,7 +121,7 @@ enum PostgresTextArray {
     }
 
     /// `{"a","b"}`: the text form of `elements`, each quoted.
-    static func literal(_ elements: [String]) -> String {
+    public static func literal(_ elements: [String]) -> String {
         let quoted = elements.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
         return "{" + quoted.joined(separator: ",") + "}"
     }

@@ -1,0 +1,36 @@
+"""`guestpass prune` from cron on two replicas at once: both finish, together they remove every stale guest exactly
+once (300 here, aged rows), keep the guest that holds something, and `--dry-run --json` counts without removing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import psql, run
+from support import create_app
+
+
+def test_two_concurrent_prunes_share_the_work(database):
+    app = create_app(database, "prune-me")
+    psql(database.super_url, f"""
+        insert into public.users (app_id, updated_at)
+        select '{app.app_id}', now() - interval '200 days' from generate_series(1, 300);
+        insert into public.users (id, app_id, updated_at, is_premium)
+        values ('00000000-0000-4000-8000-00000000beef', '{app.app_id}', now() - interval '200 days', true);
+    """)
+    env = {"DATABASE_URL": database.super_url}
+    dry = json.loads(run([database.bin, "prune", "--dry-run", "--json", "--batch-size", "1000"], env=env))
+    assert dry["dry_run"] is True and dry["removed"]["guests"] >= 300
+    assert psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'") == "301"
+
+    procs = [
+        subprocess.Popen([database.bin, "prune", "--json", "--batch-size", "25"], env={**env, "PATH": "/usr/bin:/bin"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    removed = sum(json.loads(out)["removed"]["guests"] for out, _ in outputs)
+    assert removed >= 300
+    assert psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'") == "1", \
+        "only the premium guest is left"
