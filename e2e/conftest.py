@@ -197,6 +197,7 @@ class Server:
                 # JSON lines at debug level: test_zz_log_secrets reads every line of every server for secrets.
                 "LOG_FORMAT": "json",
                 "LOG_LEVEL": "debug",
+                "GUESTPASS_METRICS_ADDRESS": "127.0.0.1:0",  # a free port each: servers run side by side
                 **self.env,
             }
             log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it

@@ -1,5 +1,6 @@
 import GuestPassPostgres
 import Logging
+import Prometheus
 
 /// Everything `guestpass serve` needs, read from environment variables.
 public struct AppConfiguration: Sendable {
@@ -22,6 +23,10 @@ public struct AppConfiguration: Sendable {
     public var catalogRetryInterval: Duration = .seconds(1)
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
+    /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, `host:port`, default 127.0.0.1:9464; `off` for none).
+    public var metricsAddress: (host: String, port: Int)? = ("127.0.0.1", 9464)
+    /// The registry `/metrics` serves; `guestpass serve` bootstraps swift-metrics with it. Nil: no metrics listener.
+    public var metricsRegistry: PrometheusCollectorRegistry?
     /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
     /// crashes here; it is not part of the public configuration.
     var afterAppleUpdate: @Sendable () async throws -> Void = {}
@@ -74,6 +79,16 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_CATALOG_RETRY_MS must be a number of milliseconds in 0...60000, got \(interval)")
             }
             self.catalogRetryInterval = .milliseconds(value)
+        }
+        if let address = environment["GUESTPASS_METRICS_ADDRESS"], !address.isEmpty {
+            if address == "off" {
+                self.metricsAddress = nil
+            } else {
+                guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+                    (0...65535).contains(port), colon > address.startIndex
+                else { throw ConfigurationError("GUESTPASS_METRICS_ADDRESS must be host:port or off, got \(address)") }
+                self.metricsAddress = (String(address[..<colon]), port)
+            }
         }
         if let level = environment["LOG_LEVEL"] {
             guard let value = Logger.Level(rawValue: level.lowercased()) else {

@@ -1,6 +1,7 @@
 import GuestPassPostgres
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
 /// Builds the HTTP application: the pool as a service (started first, stopped last) and the router.
 public func buildApplication(
@@ -16,10 +17,17 @@ public func buildApplication(
         afterAppleUpdate: configuration.afterAppleUpdate
     )
     catalog.reloadOnHangup(logger: logger)
+    var services: [any Service] = [pool]
+    if let registry = configuration.metricsRegistry, let address = configuration.metricsAddress {
+        services.append(
+            buildMetricsServer(
+                registry: registry, pool: pool, poolSize: configuration.databasePoolSize, host: address.host, port: address.port, logger: logger
+            ))
+    }
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
-        services: [pool],
+        services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )
@@ -32,6 +40,7 @@ func buildRouter(
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .info))
+    router.add(middleware: MetricsMiddleware())
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)

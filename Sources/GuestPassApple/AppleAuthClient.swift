@@ -70,6 +70,18 @@ public struct AppleAuthClient: Sendable {
     }
 
     private func post(_ path: String, _ form: [String: String]) async throws -> Data {
+        let started = ContinuousClock.now
+        do {
+            let body = try await self.send(path, form)
+            AppleCallMetrics.record(String(path.dropFirst("/auth/".count)), outcome: "ok", since: started)
+            return body
+        } catch let error as AppleAuthError {
+            AppleCallMetrics.record(String(path.dropFirst("/auth/".count)), outcome: error.code, since: started)
+            throw error
+        }
+    }
+
+    private func send(_ path: String, _ form: [String: String]) async throws -> Data {
         var request = HTTPClientRequest(url: self.baseURL + path)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")

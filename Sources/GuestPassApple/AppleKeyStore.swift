@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import GuestPassCrypto
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -68,13 +69,19 @@ public final class AppleKeyStore: Sendable {
     }
 
     private func fetchKeys() async {
-        defer { self.state.withLockedValue { $0.fetch = nil } }
+        let started = ContinuousClock.now
+        var outcome = "error"
+        defer {
+            self.state.withLockedValue { $0.fetch = nil }
+            AppleCallMetrics.record("keys", outcome: outcome, since: started)
+        }
         do {
             var request = HTTPClientRequest(url: self.keysURL)
             request.headers.add(name: "Accept", value: "application/json")
             let response = try await self.httpClient.execute(
                 request, timeout: .nanoseconds(Int64(self.timeout.components.seconds) * 1_000_000_000), logger: self.logger)
             guard response.status == .ok else {
+                outcome = "http_\(response.status.code)"
                 self.logger.warning("Apple keys fetch answered \(response.status.code)", metadata: ["apple.keys_url": "\(self.keysURL)"])
                 return
             }
@@ -83,6 +90,7 @@ public final class AppleKeyStore: Sendable {
             self.state.withLockedValue { state in
                 for (id, key) in keys { state.keys[id] = key }
             }
+            outcome = "ok"
             self.logger.debug("Apple keys fetched", metadata: ["apple.keys": "\(keys.count)"])
         } catch {
             self.logger.warning("Apple keys fetch failed", metadata: ["apple.keys_url": "\(self.keysURL)", "error": "\(error)"])
@@ -100,5 +108,16 @@ public final class AppleKeyStore: Sendable {
             result[id] = key
         }
         return result
+    }
+}
+
+/// Apple calls by endpoint (`keys`, `token`, `revoke`) and outcome (`ok`, `http_<status>`, Apple's error code,
+/// `unreachable`), with their latency.
+enum AppleCallMetrics {
+    static func record(_ endpoint: String, outcome: String, since started: ContinuousClock.Instant) {
+        Counter(label: "guestpass_apple_calls_total", dimensions: [("endpoint", endpoint), ("outcome", outcome)]).increment()
+        let elapsed = ContinuousClock.now - started
+        Timer(label: "guestpass_apple_call_duration_seconds", dimensions: [("endpoint", endpoint)])
+            .recordNanoseconds(Int64(elapsed / .nanoseconds(1)))
     }
 }

@@ -66,6 +66,7 @@ struct AuthRoutes: Sendable {
             row: row, appID: caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
             lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
         )
+        ServiceMetrics.signUp(try row.decode(Bool.self, "created") ? "created" : "existing")
         return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
     }
 
@@ -92,6 +93,7 @@ struct AuthRoutes: Sendable {
         }
         switch outcome {
         case .redeemed(let row, let kind):
+            ServiceMetrics.signUp(kind.rawValue)
             let user = try SessionUser(
                 row: row, appID: context.caller.appID, sessionID: sessionID, deviceID: try row.decode(UUID?.self, "device_id"),
                 lastSignInAt: try row.decode(Date?.self, "last_sign_in_at")
@@ -133,6 +135,15 @@ struct AuthRoutes: Sendable {
             session: parsed.session, counter: parsed.counter, presentedHash: Digest.sha256Hex(presented), nextHash: Digest.sha256Hex(next),
             reuseWindow: self.configuration.refreshReuseWindow, as: caller.anonIdentity
         )
+        ServiceMetrics.refresh(
+            {
+                switch outcome {
+                case .active: "rotated"
+                case .alreadyUsed: "already_used"
+                case .sessionNotFound: "session_not_found"
+                case .tokenNotFound: "token_not_found"
+                }
+            }())
         switch outcome {
         case .active(let row, let active):
             let user = try SessionUser(

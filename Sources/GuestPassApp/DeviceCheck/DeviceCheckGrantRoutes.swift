@@ -74,7 +74,9 @@ struct DeviceCheckGrantRoutes: Sendable {
         guard let token = DeviceToken(text) else {
             throw APIError(.badRequest, code: "invalid_device_token", message: "device_token is not a DeviceCheck token (standard base64)")
         }
-        return try await Self.uncancellable { try await self.claim(caller, token) }
+        let outcome = try await Self.uncancellable { try await self.claim(caller, token) }
+        ServiceMetrics.welcomeGrant(outcome.granted ? "granted" : outcome.reason ?? "not_granted")
+        return outcome
     }
 
     /// Runs `body` in a task of its own, not a child of the caller's: cancelling the request (a client gone, a server

@@ -212,6 +212,13 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let answer = APIError.answer(for: error, dialect: self.dialect, withToken: request.bearerToken != nil)
+            if let error = error as? PostgresError {
+                if error.sqlState == .rateLimited {
+                    ServiceMetrics.rateLimited(self.dialect == .postgREST ? "postgrest" : "gotrue")
+                } else {
+                    ServiceMetrics.databaseError(error.kind == .acquireTimeout ? "pool" : error.sqlState?.errorClass ?? "connection")
+                }
+            }
             if answer.status.code >= 500 {
                 var metadata: Logger.Metadata = ["error": "\(type(of: error))", "http.status": "\(answer.status.code)"]
                 if let error = error as? PostgresError {

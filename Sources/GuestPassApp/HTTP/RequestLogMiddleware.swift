@@ -26,7 +26,7 @@ struct RequestLogMiddleware: RouterMiddleware {
             let elapsed = ContinuousClock.now - started
             var metadata: Logger.Metadata = [
                 "method": "\(request.method)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(status)",
-                "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000)",
+                "duration_ms": "\((elapsed / .microseconds(1)).rounded() / 1000)",
             ]
             if let app = context.loggedAppID.withLockedValue({ $0 }) { metadata["app_id"] = "\(app.lowercasedString)" }
             context.logger.log(level: self.level, "request", metadata: metadata)

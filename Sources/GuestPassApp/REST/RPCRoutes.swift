@@ -74,7 +74,14 @@ struct RPCRoutes: Sendable {
             )
         }
         let statement = try RPCStatement.statement(for: function, arguments: arguments)
-        let results = try await self.pool.requestTransaction(caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement])
+        let results: [PostgresResult]
+        do {
+            results = try await self.pool.requestTransaction(caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement])
+        } catch {
+            ServiceMetrics.rpc(name, status: Int(APIError.answer(for: error, dialect: .postgREST, withToken: caller.token != nil).status.code))
+            throw error
+        }
+        ServiceMetrics.rpc(name, status: function.shape == .void ? 204 : 200)
         if function.shape == .void { return Response(status: .noContent) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
         return Response(

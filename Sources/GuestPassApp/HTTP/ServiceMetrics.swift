@@ -1,0 +1,58 @@
+import Foundation
+import GuestPassPostgres
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+
+/// The service's own counters, through swift-metrics (Prometheus when `guestpass serve` bootstraps it; no-ops in
+/// tests). One home for their names and labels; the HTTP metrics (requests by route template and status, latency
+/// histograms) come from Hummingbird's `MetricsMiddleware`.
+enum ServiceMetrics {
+    /// Sign-ups by outcome: `created`, `existing` (a known device), `transfer`, `recovery`, `rate_limited`, `refused`.
+    static func signUp(_ outcome: String) { Counter(label: "guestpass_signups_total", dimensions: [("outcome", outcome)]).increment() }
+    /// Refreshes by outcome: `rotated`, `already_used`, `session_not_found`, `token_not_found`.
+    static func refresh(_ outcome: String) { Counter(label: "guestpass_refreshes_total", dimensions: [("outcome", outcome)]).increment() }
+    /// RPC calls by function and HTTP status (`consume_quota` 200 is a consume, 429 an exhausted quota).
+    static func rpc(_ function: String, status: Int) {
+        Counter(label: "guestpass_rpc_calls_total", dimensions: [("function", function), ("status", String(status))]).increment()
+    }
+    /// Welcome grants by outcome.
+    static func welcomeGrant(_ outcome: String) {
+        Counter(label: "guestpass_welcome_grants_total", dimensions: [("outcome", outcome)]).increment()
+    }
+    /// Requests refused by a rate limit, by dialect.
+    static func rateLimited(_ dialect: String) {
+        Counter(label: "guestpass_rate_limit_denials_total", dimensions: [("dialect", dialect)]).increment()
+    }
+    /// Database errors by SQLSTATE class (`08`, `23`, `40`, …; `pool` for an acquire timeout, `connection` otherwise).
+    static func databaseError(_ sqlStateClass: String) {
+        Counter(label: "guestpass_database_errors_total", dimensions: [("class", sqlStateClass)]).increment()
+    }
+}
+
+/// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, loopback by default): `GET /metrics` in the text format,
+/// with the pool's gauges sampled at each scrape. A listener of its own, so it is never public by accident.
+func buildMetricsServer(
+    registry: PrometheusCollectorRegistry, pool: PostgresPool, poolSize: Int, host: String, port: Int, logger: Logger
+) -> some ApplicationProtocol {
+    let router = Router()
+    let open = registry.makeGauge(name: "guestpass_db_pool_open_connections")
+    let inUse = registry.makeGauge(name: "guestpass_db_pool_in_use_connections")
+    let waiting = registry.makeGauge(name: "guestpass_db_pool_waiters")
+    let size = registry.makeGauge(name: "guestpass_db_pool_size")
+    router.get("/metrics") { _, _ -> Response in
+        let statistics = await pool.statistics
+        open.set(Double(statistics.open))
+        inUse.set(Double(statistics.open - statistics.idle))
+        waiting.set(Double(statistics.waiting))
+        size.set(Double(poolSize))
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+        )
+    }
+    return Application(
+        router: router, configuration: .init(address: .hostname(host, port: port), serverName: "guestpass-metrics"), logger: logger
+    )
+}

@@ -1,0 +1,56 @@
+"""Metrics: Prometheus text on a listener of its own (`GUESTPASS_METRICS_ADDRESS`, loopback), never on the API port:
+requests by route template and status, latency histograms, the database pool's gauges, sign-ups and refreshes by
+outcome, RPC calls (consumes) by function and status, rate-limit denials, database errors by SQLSTATE class."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from conftest import api_headers, free_port
+from support import create_app, guest_headers, refresh, sign_up_guest
+
+
+@pytest.fixture(scope="module")
+def metrics_server(start_server):
+    port = free_port()
+    server = start_server("metrics", GUESTPASS_METRICS_ADDRESS=f"127.0.0.1:{port}", GUESTPASS_SIGNUP_BURST="1000",
+                          GUESTPASS_SIGNUP_RATE_PER_HOUR="100000")
+    server.metrics_url = f"http://127.0.0.1:{port}/metrics"
+    return server
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    """The sample of `name` whose labels include `labels` (0 when absent)."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(?:{{(.*)}})? ([0-9.e+-]+)$", line)
+        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
+
+
+def test_metrics_count_what_the_service_did(http, metrics_server, database):
+    server = metrics_server
+    app = create_app(database, "metrics")
+    guest = sign_up_guest(http, server, app)
+    assert refresh(http, server, app, guest.refresh_token).status_code == 200
+    for _ in range(5):  # 3 free, then 429s
+        http.post(server.url + "/rest/v1/rpc/consume_quota", headers=guest_headers(app, guest), json={})
+    http.post(server.url + "/rest/v1/rpc/add_reading", headers=guest_headers(app, guest), json={"p_kind": "nope"})
+
+    text = httpx.get(server.metrics_url, timeout=5).text
+    assert value(text, "guestpass_signups_total", outcome="created") >= 1
+    assert value(text, "guestpass_refreshes_total", outcome="rotated") >= 1
+    assert value(text, "guestpass_rpc_calls_total", function="consume_quota", status="200") == 3
+    assert value(text, "guestpass_rpc_calls_total", function="consume_quota", status="429") == 2
+    assert value(text, "guestpass_rate_limit_denials_total") >= 2
+    assert value(text, "guestpass_database_errors_total", **{"class": "23"}) >= 1  # the check constraint
+    assert value(text, "guestpass_db_pool_size") > 0 and value(text, "guestpass_db_pool_open_connections") >= 1
+    assert value(text, "hb_requests", http_route="/auth/v1/signup", http_response_status_code="200") >= 1
+    assert value(text, "hb_requests", http_route="/rest/v1/rpc/{function}", http_response_status_code="429") >= 2 or \
+        value(text, "hb_requests", http_response_status_code="429") >= 2, "requests by route template and status"
+    assert value(text, "http_server_request_duration_count", http_route="/auth/v1/signup") >= 1, "latency histograms"
+    assert httpx.get(server.url + "/metrics", timeout=5).status_code == 404, "never on the API port"
