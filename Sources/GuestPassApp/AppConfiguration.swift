@@ -25,6 +25,11 @@ public struct AppConfiguration: Sendable {
     public var auth: AuthConfiguration
     /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, `host:port`, default 127.0.0.1:9464; `off` for none).
     public var metricsAddress: (host: String, port: Int)? = ("127.0.0.1", 9464)
+    /// Set when graceful shutdown begins (`ShutdownDrain`): `/health/ready` then answers 503.
+    public var readiness = ReadinessGate()
+    /// How long readiness answers 503 before the server stops accepting connections (`GUESTPASS_SHUTDOWN_DRAIN_MS`,
+    /// default 2000, 0...60000).
+    public var shutdownDrain: Duration = .seconds(2)
     /// The registry `/metrics` serves; `guestpass serve` bootstraps swift-metrics with it. Nil: no metrics listener.
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
@@ -79,6 +84,12 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_CATALOG_RETRY_MS must be a number of milliseconds in 0...60000, got \(interval)")
             }
             self.catalogRetryInterval = .milliseconds(value)
+        }
+        if let drain = environment["GUESTPASS_SHUTDOWN_DRAIN_MS"] {
+            guard let value = Int(drain), (0...60_000).contains(value) else {
+                throw ConfigurationError("GUESTPASS_SHUTDOWN_DRAIN_MS must be a number of milliseconds in 0...60000, got \(drain)")
+            }
+            self.shutdownDrain = .milliseconds(value)
         }
         if let address = environment["GUESTPASS_METRICS_ADDRESS"], !address.isEmpty {
             if address == "off" {

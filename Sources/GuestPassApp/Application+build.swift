@@ -14,7 +14,7 @@ public func buildApplication(
     let router = buildRouter(
         pool: pool, tokens: try configuration.tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
-        afterAppleUpdate: configuration.afterAppleUpdate
+        readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate
     )
     catalog.reloadOnHangup(logger: logger)
     var services: [any Service] = [pool]
@@ -36,7 +36,7 @@ public func buildApplication(
 /// Builds the router: every route of the service.
 func buildRouter(
     pool: PostgresPool, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients, apple: AppleVerifiers,
-    afterAppleUpdate: @escaping @Sendable () async throws -> Void
+    readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .info))
@@ -45,7 +45,7 @@ func buildRouter(
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)
     let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
-    HealthRoutes(functions: functions).register(on: router)
+    HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)

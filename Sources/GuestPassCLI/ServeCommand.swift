@@ -4,8 +4,10 @@ import GuestPassApp
 import Hummingbird
 import Metrics
 import Prometheus
+import ServiceLifecycle
 
-/// `guestpass serve`: runs the HTTP service until SIGTERM/SIGINT, then shuts down gracefully.
+/// `guestpass serve`: runs the HTTP service until SIGTERM/SIGINT, then shuts down gracefully: readiness 503 for the
+/// drain (`GUESTPASS_SHUTDOWN_DRAIN_MS`), then no new connections, the requests in flight finished, exit 0.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the HTTP service.")
 
@@ -23,6 +25,14 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.metricsRegistry = registry
         }
         let app = try buildApplication(configuration: configuration, logger: logger)
-        try await app.runService()
+        // SIGTERM: ShutdownDrain (last, so first to hear it) turns readiness 503 and waits the drain; then the server
+        // stops accepting connections and finishes the requests in flight; then the pool closes.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [app, ShutdownDrain(gate: configuration.readiness, drain: configuration.shutdownDrain)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
+            )
+        )
+        try await group.run()
     }
 }

@@ -1,9 +1,11 @@
 import GuestPassPostgres
 import Hummingbird
 
-/// `GET /health/live` (the process answers) and `GET /health/ready` (a database round trip succeeds).
+/// `GET /health/live` (the process answers) and `GET /health/ready` (a database round trip succeeds, and the server is
+/// not draining for a shutdown).
 struct HealthRoutes: Sendable {
     let functions: ServerFunctions
+    let readiness: ReadinessGate
 
     struct Status: ResponseEncodable {
         let status: String
@@ -12,6 +14,9 @@ struct HealthRoutes: Sendable {
     func register(on router: Router<AppRequestContext>) {
         router.get("/health/live") { _, _ in Status(status: "ok") }
         router.get("/health/ready") { _, context -> EditedResponse<Status> in
+            if self.readiness.isDraining {
+                return EditedResponse(status: .serviceUnavailable, response: Status(status: "shutting_down"))
+            }
             do {
                 try await self.functions.ping()
                 return EditedResponse(status: .ok, response: Status(status: "ok"))
