@@ -22,6 +22,12 @@ public struct ThrowawayCluster: Sendable {
     /// `pg_ctl restart -m fast`: every session is terminated, the server comes back on the same port.
     public func restart() throws { try Self.run(self.script, ["restart", self.directory]) }
 
+    /// Stops the server (`pg_ctl stop -m fast`); `start` brings it back on the same port.
+    public func stop() throws { try Self.run(self.script, ["stop", self.directory]) }
+
+    /// Starts a stopped server.
+    public func start() throws { try Self.run(self.script, ["start", self.directory]) }
+
     /// Stops the server and deletes the cluster.
     public func destroy() { _ = try? Self.run(self.script, ["destroy", self.directory]) }
 

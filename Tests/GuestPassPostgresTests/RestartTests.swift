@@ -74,21 +74,6 @@ import Testing
     }
 }
 
-/// A one-bit flag shared between tasks.
-final class ManagedAtomicFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { self.lock.withLock { self.value } }
-    func set() { self.lock.withLock { self.value = true } }
-}
-
-final class ManagedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    var value: Int { self.lock.withLock { self.count } }
-    func increment() { self.lock.withLock { self.count += 1 } }
-}
-
 extension Sequence {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var values: [T] = []
