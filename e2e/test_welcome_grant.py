@@ -77,7 +77,8 @@ class StandIn:
 def standin(database):
     """The DeviceCheck stand-in, with a .p8 key of its own; stopped at teardown."""
     key_file = database.workdir / "devicecheck-standin.p8"
-    run([database.bin, "keys", "generate", "--out", str(key_file)])
+    if not key_file.exists():  # another module's stand-in (test_replicas imports this fixture) made it already
+        run([database.bin, "keys", "generate", "--out", str(key_file)])
     log_path = database.workdir / "devicecheck-standin.log"
     url, proc = start_on_free_port(
         lambda port: [
