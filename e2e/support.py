@@ -45,9 +45,14 @@ def sign_up_guest(http, server, app: App, **headers: str) -> Guest:
     return Guest(user_id=body["user"]["id"], access_token=body["access_token"], refresh_token=body["refresh_token"])
 
 
+def bearer_headers(app: App, access_token: str, **extra: str) -> dict[str, str]:
+    """The headers of a signed-in user: the publishable key and an access token."""
+    return {"apikey": app.publishable_key, "Authorization": f"Bearer {access_token}", **extra}
+
+
 def guest_headers(app: App, guest: Guest, **extra: str) -> dict[str, str]:
     """The headers of a signed-in guest: the publishable key and the guest's access token."""
-    return {"apikey": app.publishable_key, "Authorization": f"Bearer {guest.access_token}", **extra}
+    return bearer_headers(app, guest.access_token, **extra)
 
 
 def assert_json_error(response, context: str = "") -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from conftest import new_device_secret, psql, run
-from support import assert_error, refresh
+from support import assert_error, bearer_headers, refresh
 from test_apple_sign_in import apple, apple_app, rpc, sign_in  # noqa: F401 (fixtures)
 
 # Every foreign key to public.users(id), in any schema: (schema, table, column).
@@ -55,7 +55,7 @@ def test_deleting_an_account_removes_every_row_and_revokes_apple_once(http, serv
     assert before["public.readings"] == 2 and before["guestpass.credit_ledger"] >= 1 and before["guestpass.identities"] == 1
     assert before["guestpass.sessions"] >= 1 and before["guestpass.daily_usage"] == 1
 
-    headers = {"apikey": apple_app.publishable_key, "Authorization": f"Bearer {session['access_token']}"}
+    headers = bearer_headers(apple_app, session["access_token"])
     response = http.post(server.url + "/v1/account/delete", headers=headers)
     assert response.status_code == 200, response.text
     assert response.json() == {"deleted": True, "apple_tokens_revoked": 1}
@@ -83,7 +83,7 @@ def device_sign_up(http, server, app, device: str) -> dict:
 def test_after_deletion_the_same_device_is_a_new_guest(http, server, apple_app):  # noqa: F811
     device = new_device_secret()
     first = device_sign_up(http, server, apple_app, device)
-    headers = {"apikey": apple_app.publishable_key, "Authorization": f"Bearer {first['access_token']}"}
+    headers = bearer_headers(apple_app, first["access_token"])
     response = http.post(server.url + "/v1/account/delete", headers=headers)
     assert response.status_code == 200 and response.json() == {"deleted": True, "apple_tokens_revoked": 0}
     again = device_sign_up(http, server, apple_app, device)

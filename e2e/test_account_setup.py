@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conftest import psql, run
-from support import assert_error, create_app, refresh
+from support import assert_error, bearer_headers, create_app, refresh
 from test_apple_sign_in import apple, configure_apple, sign_in  # noqa: F401 (the stand-in fixture)
 
 
@@ -29,7 +29,7 @@ def setup_app(database, apple):  # noqa: F811
 
 
 def headers(app, session) -> dict:
-    return {"apikey": app.publishable_key, "Authorization": f"Bearer {session['access_token']}"}
+    return bearer_headers(app, session["access_token"])
 
 
 def new_account(http, server, app, apple, sub) -> dict:  # noqa: F811

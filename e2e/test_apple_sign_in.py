@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from conftest import api_headers, free_port, new_device_secret, psql, run, start_on_free_port, stop_process
-from support import assert_error, create_app, guest_headers, make_client, refresh, sign_up_guest
+from support import assert_error, bearer_headers, create_app, guest_headers, make_client, refresh, sign_up_guest
 
 AUDIENCE = "com.example.fortunia"
 TEAM_ID = "TEAM000001"
@@ -114,7 +114,7 @@ def sign_in(http, server, app, id_token: str, nonce: str | None = None, bearer: 
         body["nonce"] = nonce
     if link:
         body["link_identity"] = True
-    headers = api_headers(app) if bearer is None else {"apikey": app.publishable_key, "Authorization": f"Bearer {bearer}"}
+    headers = api_headers(app) if bearer is None else bearer_headers(app, bearer)
     return http.post(server.url + TOKEN_URL, headers=headers, json=body)
 
 
@@ -123,7 +123,7 @@ def users_of(database, app) -> int:
 
 
 def rpc(http, server, app, access_token: str, name: str, body: dict | None = None):
-    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {access_token}"}
+    headers = bearer_headers(app, access_token)
     return http.post(f"{server.url}/rest/v1/rpc/{name}", headers=headers, json=body or {})
 
 
@@ -153,8 +153,7 @@ def test_a_guest_links_apple_and_keeps_its_id_rows_credits_and_usage(http, serve
     readings = rpc(http, server, apple_app, body["access_token"], "list_readings").json()
     assert sorted(r["kind"] for r in readings) == ["coffee", "palm"]
     assert rpc(http, server, apple_app, body["access_token"], "get_quota").json() == before
-    profile = http.get(server.url + "/auth/v1/user", headers={"apikey": apple_app.publishable_key,
-                                                             "Authorization": f"Bearer {body['access_token']}"}).json()
+    profile = http.get(server.url + "/auth/v1/user", headers=bearer_headers(apple_app, body["access_token"])).json()
     assert profile["is_anonymous"] is False and profile["identities"][0]["identity_data"]["sub"] == "apple-user-1"
 
     # Signing in again with the same Apple id, from anywhere, is that user.
@@ -283,7 +282,7 @@ def grant(database, user_id: str, amount: int) -> None:
 
 
 def merge(http, server, app, access_token: str, guest_refresh_token: str):
-    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {access_token}"}
+    headers = bearer_headers(app, access_token)
     return http.post(server.url + "/v1/account/merge", headers=headers, json={"guest_refresh_token": guest_refresh_token})
 
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conftest import api_headers, new_device_secret, psql
-from support import assert_error, create_app, make_client, refresh
+from support import assert_error, bearer_headers, create_app, make_client, refresh
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def phone(http, server, app, ip: str, **data) -> httpx.Response:
 
 
 def bearer(app, session: dict) -> dict:
-    return {"apikey": app.publishable_key, "Authorization": f"Bearer {session['access_token']}"}
+    return bearer_headers(app, session["access_token"])
 
 
 def devices(http, server, app, session) -> list[dict]:

@@ -741,7 +741,7 @@ $$;
 -- Name: FUNCTION mark_account_setup(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.mark_account_setup() IS 'GuestPass: trigger function of users_mark_account_setup: sets app_metadata.needs_account_setup to whether the account has no name (guestpass.account_name of user_metadata.full_name is null).';
+COMMENT ON FUNCTION guestpass.mark_account_setup() IS 'GuestPass: trigger function of users_mark_new_account_setup (a new account) and users_mark_account_setup (an account whose user_metadata or app_metadata changed, or a guest becoming an account): sets app_metadata.needs_account_setup to whether the account has no name (guestpass.account_name of user_metadata.full_name is null).';
 
 --
 -- Name: new_share_code(integer, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -4033,7 +4033,13 @@ COMMENT ON TRIGGER users_check_timezone ON public.users IS 'GuestPass: a changed
 -- Name: users users_mark_account_setup; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER users_mark_account_setup BEFORE INSERT OR UPDATE ON public.users FOR EACH ROW WHEN ((NOT new.is_anonymous)) EXECUTE FUNCTION guestpass.mark_account_setup();
+CREATE TRIGGER users_mark_account_setup BEFORE UPDATE ON public.users FOR EACH ROW WHEN (((NOT new.is_anonymous) AND (old.is_anonymous OR (new.user_metadata IS DISTINCT FROM old.user_metadata) OR (new.app_metadata IS DISTINCT FROM old.app_metadata)))) EXECUTE FUNCTION guestpass.mark_account_setup();
+
+--
+-- Name: users users_mark_new_account_setup; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER users_mark_new_account_setup BEFORE INSERT ON public.users FOR EACH ROW WHEN ((NOT new.is_anonymous)) EXECUTE FUNCTION guestpass.mark_account_setup();
 
 --
 -- Name: users users_set_updated_at; Type: TRIGGER; Schema: public; Owner: -

@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(23);
+select plan(25);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -109,6 +109,25 @@ select is(
     '{}'::text[],
     'every INSERT trigger on public.users has a WHEN clause'
 );
+
+-- The account-setup flag (0038): an update of an account calls its trigger function only when the name (user_metadata),
+-- app_metadata or anonymity changes. The function is swapped, in this transaction, for one that counts its calls.
+create temporary table setup_calls (n integer);
+create or replace function guestpass.mark_account_setup() returns trigger language plpgsql as $$
+begin
+    insert into setup_calls values (1);
+    return new;
+end
+$$;
+insert into guestpass.apps (id, name) values ('00000000-0000-4000-8000-0000000009f1', 'setup trigger');
+insert into public.users (id, app_id, is_anonymous) values
+    ('00000000-0000-4000-8000-0000000009a1', '00000000-0000-4000-8000-0000000009f1', false);
+delete from setup_calls;
+select guestpass.apply_credit_change('00000000-0000-4000-8000-0000000009a1', 2, 'test', null);
+update public.users set timezone = 'Europe/Paris', is_premium = true where id = '00000000-0000-4000-8000-0000000009a1';
+select is((select count(*)::int from setup_calls), 0, 'credits, premium and time zone of an account call no setup trigger function');
+update public.users set user_metadata = '{"full_name": "Ann"}' where id = '00000000-0000-4000-8000-0000000009a1';
+select is((select count(*)::int from setup_calls), 1, 'a change of its name does');
 
 select * from finish();
 rollback;

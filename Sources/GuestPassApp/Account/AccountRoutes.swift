@@ -71,10 +71,10 @@ struct AccountRoutes: Sendable {
 
     func delete(_ context: SignedInContext) async throws -> DeleteResponse {
         let caller = context.caller
-        let settings = try await self.functions.appleSettings(as: caller.anonIdentity)
         let appleTokens = try await self.functions.deleteAccount(schemas: self.schemas, as: caller.identity)
         var revoked = 0
-        if let key = settings?.key, !appleTokens.isEmpty {
+        // The app's Apple key is read only when there is a token to revoke (most deletions have none).
+        if !appleTokens.isEmpty, let key = try await self.functions.appleSettings(as: caller.anonIdentity)?.key {
             let sealer = try AppleTokenSealer(signer: self.tokens.configuration.signer)
             for token in appleTokens {
                 guard let refreshToken = sealer.open(token.sealed, app: caller.appID, subject: token.subject) else { continue }

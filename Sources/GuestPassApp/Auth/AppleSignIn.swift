@@ -24,8 +24,10 @@ struct AppleSettings: Sendable {
     }
 
     init(row: PostgresRow) throws {
-        let audiences = try row.decode(String.self, "audiences")
-        self.audiences = Set(PostgresTextArray.elements(audiences))
+        guard case .array(let audiences) = try JSONValue.parse(try row.decode(PostgresJSON.self, "audiences").text) else {
+            throw PostgresError(.decoding, message: "app_apple_settings: audiences is not an array")
+        }
+        self.audiences = Set(audiences.compactMap(\.stringValue))
         self.baseURL = try row.decode(String?.self, "base_url") ?? Self.appleBaseURL
         if let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
             let path = try row.decode(String?.self, "key_path")
@@ -92,34 +94,8 @@ struct AppleTokenSealer: Sendable {
     }
 }
 
-/// PostgreSQL's text form of a one-dimensional `text[]` whose elements need no quoting or were quoted by PostgreSQL.
+/// The text form of a one-dimensional `text[]` parameter.
 public enum PostgresTextArray {
-    /// The elements of `{a,b,"c d"}`.
-    public static func elements(_ text: String) -> [String] {
-        guard text.count >= 2, text.first == "{", text.last == "}" else { return [] }
-        var elements: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        for character in text.dropFirst().dropLast() {
-            if escaped {
-                current.append(character)
-                escaped = false
-            } else if character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if character == "," && !quoted {
-                elements.append(current)
-                current = ""
-            } else {
-                current.append(character)
-            }
-        }
-        if !current.isEmpty || !elements.isEmpty { elements.append(current) }
-        return elements
-    }
-
     /// `{"a","b"}`: the text form of `elements`, each quoted.
     public static func literal(_ elements: [String]) -> String {
         let quoted = elements.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }

@@ -138,7 +138,10 @@ extension ServerFunctions {
     func appleSettings(as identity: RequestIdentity) async throws -> AppleSettings? {
         let results = try await self.pool.requestTransaction(
             identity, readOnly: true,
-            [PostgresStatement("SELECT audiences::text AS audiences, base_url, team_id, key_id, key_path FROM guestpass_server.app_apple_settings()")]
+            [
+                PostgresStatement(
+                    "SELECT array_to_json(audiences) AS audiences, base_url, team_id, key_id, key_path FROM guestpass_server.app_apple_settings()")
+            ]
         )
         return try results.first?.first.map(AppleSettings.init(row:))
     }
