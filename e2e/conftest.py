@@ -2,7 +2,12 @@
 
 Environment (exported by scripts/test):
   GUESTPASS_TEST_DATABASE_URL  superuser URL of the throwaway cluster (db postgres)
+  GUESTPASS_TEST_CLUSTER_DIR   that cluster's directory (scripts/pg-cluster)
+  GUESTPASS_PG_CLUSTER         scripts/pg-cluster
   GUESTPASS_BIN                the built guestpass binary
+  GUESTPASS_E2E_DATABASE       `pgbouncer` (default): every server reaches PostgreSQL through PgBouncer in transaction
+                               pooling mode (GUESTPASS_DB_POOL_MODE=transaction), as in production; `direct`: straight
+                               to PostgreSQL, with prepared statements
 Every server listens on 127.0.0.1 only and is killed at teardown (and with this process,
 through PR_SET_PDEATHSIG, should pytest itself be killed).
 """
@@ -20,6 +25,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -62,6 +68,18 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> str:
 
 def psql(url: str, sql: str) -> str:
     return run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", sql]).strip()
+
+
+def pg_cluster(*args: str) -> str:
+    """Runs scripts/pg-cluster with `args`; its stdout, stripped."""
+    return run([_require_env("GUESTPASS_PG_CLUSTER"), *args]).strip()
+
+
+def with_port(url: str, port: int) -> str:
+    """`url` (a postgresql:// URL on 127.0.0.1) pointed at `port` instead."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    return urlunsplit(parts._replace(netloc=(credentials + "@" if credentials else "") + f"127.0.0.1:{port}"))
 
 
 def free_port() -> int:
@@ -135,6 +153,7 @@ class Database:
     workdir: Path
     bin: str
     serve_environment: dict[str, str]  # DATABASE_URL and GUESTPASS_JWT_SIGNING_KEY_FILE for `guestpass serve`
+    name: str  # the database's name on the test cluster
 
 
 @pytest.fixture(scope="session")
@@ -158,13 +177,61 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
             apps=[App(**app) for app in stack["apps"]],
             workdir=workdir,
             bin=binary,
-            serve_environment=stack["serve_environment"],
+            serve_environment=through_pgbouncer(stack["serve_environment"], _require_env("GUESTPASS_TEST_CLUSTER_DIR")),
+            name=dbname,
         )
     finally:
         try:
             run([binary, "dev", "down", "--database-url", admin_url, "--database", dbname])
         except Exception as error:  # noqa: BLE001 - the cluster is throwaway anyway
             print(f"could not drop {dbname}: {error}")
+
+
+def through_pgbouncer(serve_environment: dict[str, str], cluster_dir: str) -> dict[str, str]:
+    """The servers' environment with DATABASE_URL through a PgBouncer (transaction pooling) in front of the cluster
+    at `cluster_dir`, unless GUESTPASS_E2E_DATABASE=direct."""
+    mode = os.environ.get("GUESTPASS_E2E_DATABASE", "pgbouncer")
+    if mode == "direct":
+        return serve_environment
+    if mode != "pgbouncer":
+        pytest.exit(f"GUESTPASS_E2E_DATABASE must be pgbouncer or direct, got {mode}", returncode=4)
+    pg_cluster("pgbouncer", cluster_dir)
+    bouncer_port = urlsplit(pg_cluster("pgbouncer-url", cluster_dir)).port
+    return {
+        **serve_environment,
+        "DATABASE_URL": with_port(serve_environment["DATABASE_URL"], bouncer_port),
+        "GUESTPASS_DB_POOL_MODE": "transaction",
+    }
+
+
+@dataclasses.dataclass
+class ReadReplica:
+    """A streaming replica of the test cluster (pg_basebackup -R), with the session database on it."""
+
+    super_url: str  # superuser, the session database, straight to the replica
+    read_url: str  # for GUESTPASS_DATABASE_READ_URL: the login role, through the replica's own PgBouncer (or direct)
+
+    def caught_up_with(self, primary_super_url: str, timeout: float = 15.0) -> None:
+        """Waits until the replica has replayed everything the primary wrote so far."""
+        target = psql(primary_super_url, "select pg_current_wal_lsn()")
+        deadline = time.monotonic() + timeout
+        while psql(self.super_url, f"select pg_last_wal_replay_lsn() >= '{target}'::pg_lsn") != "t":
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the replica did not replay up to {target} within {timeout} s")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def read_replica(database: Database) -> ReadReplica:
+    """A read replica of the test cluster on loopback, destroyed at the end of the session."""
+    directory = str(database.workdir / "replica")
+    pg_cluster("replica", directory, _require_env("GUESTPASS_TEST_CLUSTER_DIR"))
+    try:
+        login = database.serve_environment["DATABASE_URL"]
+        serve = through_pgbouncer({"DATABASE_URL": with_port(login, int(pg_cluster("port", directory)))}, directory)
+        yield ReadReplica(super_url=pg_cluster("url", directory, "postgres", database.name), read_url=serve["DATABASE_URL"])
+    finally:
+        pg_cluster("destroy", directory)
 
 
 # ---------------------------------------------------------------- servers

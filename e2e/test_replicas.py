@@ -1,6 +1,10 @@
 """Three `guestpass serve` replicas on one database are as exact as one: device-idempotent sign-up, refresh rotation
 and its reuse rule, the consume race and the welcome grant, with the requests spread over the replicas. Nothing is
-kept in a replica's memory that another would need: every rule lives in PostgreSQL."""
+kept in a replica's memory that another would need: every rule lives in PostgreSQL.
+
+The topology is production's: the replicas reach the primary through PgBouncer in transaction pooling mode (as the
+whole suite does, see conftest) and send their read-only RPC to a streaming read replica through a PgBouncer of its
+own (GUESTPASS_DATABASE_READ_URL)."""
 
 from __future__ import annotations
 
@@ -17,10 +21,10 @@ from test_welcome_grant import WELCOME_CREDITS, credits_total, grant_app, standi
 
 
 @pytest.fixture(scope="module")
-def replicas(start_server):
+def replicas(start_server, read_replica):
     return [
         start_server(f"replica-{name}", GUESTPASS_SIGNUP_BURST="1000", GUESTPASS_SIGNUP_RATE_PER_HOUR="100000",
-                     GUESTPASS_REFRESH_REUSE_WINDOW="3")
+                     GUESTPASS_REFRESH_REUSE_WINDOW="3", GUESTPASS_DATABASE_READ_URL=read_replica.read_url)
         for name in "abc"
     ]
 
@@ -62,10 +66,11 @@ def test_refresh_rotation_and_reuse_across_replicas(http, replicas, database):
     assert again.status_code == 200 and again.json()["refresh_token"] != rotated.json()["refresh_token"]
 
 
-def test_the_consume_race_across_replicas(replicas, database):
+def test_the_consume_race_across_replicas(replicas, database, read_replica):
     app = create_app(database, "replicas-consume")
     with httpx.Client(timeout=30) as http:
         guest = sign_up_guest(http, replicas[0], app)
+        read_replica.caught_up_with(database.super_url)  # get_quota is STABLE: the read replica answers it
         limit = http.post(replicas[0].url + "/rest/v1/rpc/get_quota", headers=guest_headers(app, guest), json={}).json()[
             "daily_limit"]
     responses = spread([

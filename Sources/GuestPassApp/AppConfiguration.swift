@@ -6,6 +6,12 @@ import Prometheus
 public struct AppConfiguration: Sendable {
     /// libpq URL of the login role (`DATABASE_URL`).
     public var databaseURL: String
+    /// libpq URL of a streaming replica (`GUESTPASS_DATABASE_READ_URL`): read-only RPC (GET, and functions that are
+    /// STABLE or IMMUTABLE) runs there; everything else on `databaseURL`. Nil: everything on `databaseURL`.
+    public var databaseReadURL: String?
+    /// `transaction` when `DATABASE_URL` (and the read URL) point at PgBouncer with `pool_mode = transaction`
+    /// (`GUESTPASS_DB_POOL_MODE`, default `session`): see `PostgresConfiguration.PoolMode`.
+    public var databasePoolMode: PostgresConfiguration.PoolMode = .session
     /// Bind address (`GUESTPASS_HOST`, default 127.0.0.1).
     public var host: String = "127.0.0.1"
     /// Bind port (`GUESTPASS_PORT`, default 8080; 0 picks a free port).
@@ -52,6 +58,13 @@ public struct AppConfiguration: Sendable {
             throw ConfigurationError("DATABASE_URL is not set (a libpq URL for the guestpass_authenticator role)")
         }
         self.init(databaseURL: url, auth: try AuthConfiguration(environment: environment))
+        if let readURL = environment["GUESTPASS_DATABASE_READ_URL"], !readURL.isEmpty { self.databaseReadURL = readURL }
+        if let mode = environment["GUESTPASS_DB_POOL_MODE"], !mode.isEmpty {
+            guard let value = PostgresConfiguration.PoolMode(rawValue: mode) else {
+                throw ConfigurationError("GUESTPASS_DB_POOL_MODE must be session or transaction (PgBouncer's pool_mode), got \(mode)")
+            }
+            self.databasePoolMode = value
+        }
         if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
         if let port = environment["GUESTPASS_PORT"] {
             guard let value = Int(port), (0...65535).contains(value) else {
@@ -110,11 +123,19 @@ public struct AppConfiguration: Sendable {
     }
 
     /// The pool settings derived from this configuration.
-    public var postgres: PostgresConfiguration {
-        var configuration = PostgresConfiguration(url: self.databaseURL)
+    public var postgres: PostgresConfiguration { self.pool(url: self.databaseURL, applicationName: "guestpass-serve") }
+
+    /// The read replica's pool settings, when `databaseReadURL` is set (same size and limits as the primary's).
+    public var postgresRead: PostgresConfiguration? {
+        self.databaseReadURL.map { self.pool(url: $0, applicationName: "guestpass-serve-read") }
+    }
+
+    private func pool(url: String, applicationName: String) -> PostgresConfiguration {
+        var configuration = PostgresConfiguration(url: url)
         configuration.maxConnections = self.databasePoolSize
         configuration.acquireTimeout = self.databaseAcquireTimeout
-        configuration.applicationName = "guestpass-serve"
+        configuration.applicationName = applicationName
+        configuration.poolMode = self.databasePoolMode
         // The sign-up limits, for the SQL that enforces them without the server (public.create_guest_user over RPC).
         configuration.sessionSettings = [
             "guestpass.signup_ip_burst": String(self.auth.signupBurstPerIP),

@@ -10,19 +10,22 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
+    let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
     let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
-        pool: pool, tokens: try configuration.tokens, catalog: catalog,
+        pool: pool, readPool: readPool, tokens: try configuration.tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate
     )
     catalog.reloadOnHangup(logger: logger)
     var services: [any Service] = [pool]
+    var pools = [(name: "primary", pool: pool)]
+    if let readPool {
+        services.append(readPool)
+        pools.append((name: "read", pool: readPool))
+    }
     if let registry = configuration.metricsRegistry, let address = configuration.metricsAddress {
-        services.append(
-            buildMetricsServer(
-                registry: registry, pool: pool, poolSize: configuration.databasePoolSize, host: address.host, port: address.port, logger: logger
-            ))
+        services.append(buildMetricsServer(registry: registry, pools: pools, host: address.host, port: address.port, logger: logger))
     }
     return Application(
         router: router,
@@ -33,9 +36,11 @@ public func buildApplication(
     )
 }
 
-/// Builds the router: every route of the service.
+/// Builds the router: every route of the service. `readPool` (a streaming replica) serves read-only RPC; nil sends
+/// everything to `pool`.
 func buildRouter(
-    pool: PostgresPool, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients, apple: AppleVerifiers,
+    pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients,
+    apple: AppleVerifiers,
     readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
@@ -47,7 +52,7 @@ func buildRouter(
     let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
-    RPCRoutes(pool: pool, authenticator: authenticator, catalog: catalog).register(on: router)
+    RPCRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

@@ -1,5 +1,17 @@
 /// How to reach PostgreSQL and how the pool behaves.
 public struct PostgresConfiguration: Sendable {
+    /// What sits behind `url`, which decides whether anything may outlive a transaction.
+    public enum PoolMode: String, Sendable {
+        /// PostgreSQL itself (or PgBouncer with `pool_mode = session`): one server session per connection. The
+        /// settings go once in the startup packet and hot statements are prepared once per session.
+        case session
+        /// PgBouncer with `pool_mode = transaction`: two transactions of one connection may run on two server
+        /// sessions, so nothing may outlive a transaction. No named prepared statements (PgBouncer before 1.21 cannot
+        /// carry them) and no startup `options` (PgBouncer refuses them); the settings travel inside every request
+        /// transaction as transaction-local `set_config` calls instead.
+        case transaction
+    }
+
     /// A libpq connection URL or conninfo string (`DATABASE_URL`).
     public var url: String
     /// `application_name` reported to the server.
@@ -23,23 +35,32 @@ public struct PostgresConfiguration: Sendable {
     /// server's SQL reads with `current_setting`. Names are `[a-z_.]`, values `[A-Za-z0-9_.+-]` (no quoting needed);
     /// anything else is left out.
     public var sessionSettings: [String: String] = [:]
+    /// `.transaction` behind PgBouncer's transaction pooling (`GUESTPASS_DB_POOL_MODE`).
+    public var poolMode: PoolMode = .session
 
     public init(url: String) {
         self.url = url
     }
 
-    /// Session settings sent at connect time: stable text formats for decoding, the statement timeout, and
-    /// `sessionSettings`.
-    var sessionOptions: String {
+    /// The settings every session needs, in order: stable text formats for decoding, the statement timeout, and
+    /// `sessionSettings` (names `[a-z_.]`, values `[A-Za-z0-9_.+-]`; anything else is left out).
+    var settings: [(name: String, value: String)] {
         let milliseconds =
             self.statementTimeout.components.seconds * 1000
             + self.statementTimeout.components.attoseconds / 1_000_000_000_000_000
-        var options = "-c statement_timeout=\(milliseconds) -c DateStyle=ISO -c TimeZone=UTC -c bytea_output=hex"
+        var settings = [
+            ("statement_timeout", String(milliseconds)), ("DateStyle", "ISO"), ("TimeZone", "UTC"), ("bytea_output", "hex"),
+        ]
         for (name, value) in self.sessionSettings.sorted(by: { $0.key < $1.key })
         where Self.isPlain(name, allowing: "_.") && Self.isPlain(value, allowing: "_.+-") && !name.isEmpty && !value.isEmpty {
-            options += " -c \(name)=\(value)"
+            settings.append((name, value))
         }
-        return options
+        return settings
+    }
+
+    /// `settings` as libpq's `options` (`-c name=value …`), sent at connect time in `.session` mode.
+    var sessionOptions: String {
+        self.settings.map { "-c \($0.name)=\($0.value)" }.joined(separator: " ")
     }
 
     private static func isPlain(_ text: String, allowing extra: String) -> Bool {

@@ -27,18 +27,25 @@ public final class PostgresConnection: @unchecked Sendable {
     private var traceFile: UnsafeMutablePointer<FILE>?
     /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` statements.
     private var preparedStatements: [String: String] = [:]
-    /// At most this many statements are kept prepared per session.
-    static let preparedStatementLimit = 256
+    /// At most this many statements are kept prepared per session (none in `.transaction` pool mode).
+    private let preparedStatementLimit: Int
+    /// Settings each request transaction sets for itself (`.transaction` pool mode, where the session has none).
+    let transactionSettings: [(name: String, value: String)]
 
     /// Connects (blocking) to the server described by `configuration`.
     public init(configuration: PostgresConfiguration) throws {
-        var keywords = ["connect_timeout", "application_name", "client_encoding", "options"]
-        var values = [
-            String(max(1, Int(configuration.connectTimeout.components.seconds))),
-            configuration.applicationName,
-            "UTF8",
-            configuration.sessionOptions,
-        ]
+        var keywords = ["connect_timeout", "application_name", "client_encoding"]
+        var values = [String(max(1, Int(configuration.connectTimeout.components.seconds))), configuration.applicationName, "UTF8"]
+        switch configuration.poolMode {
+        case .session:
+            keywords.append("options")
+            values.append(configuration.sessionOptions)
+            self.preparedStatementLimit = 256
+            self.transactionSettings = []
+        case .transaction:
+            self.preparedStatementLimit = 0
+            self.transactionSettings = configuration.settings
+        }
         // Values from the URL come last so that they win over our defaults (libpq: the last occurrence wins).
         keywords.append("dbname")
         values.append(configuration.url)
@@ -131,7 +138,7 @@ public final class PostgresConnection: @unchecked Sendable {
                     return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
                 }
                 var name = self.preparedStatements[statement.sql] ?? preparingNow[statement.sql]
-                if name == nil, self.preparedStatements.count + preparingNow.count < Self.preparedStatementLimit {
+                if name == nil, self.preparedStatements.count + preparingNow.count < self.preparedStatementLimit {
                     let newName = "gp_\(self.preparedStatements.count + preparingNow.count)"
                     guard PQsendPrepare(pointer, newName, statement.sql, count, types) == 1 else { return 0 }
                     slots.append(.prepare(sql: statement.sql, name: newName))

@@ -26,7 +26,8 @@ extension PostgresConnection {
     /// Runs `statements` as one request transaction in a single round trip:
     /// `BEGIN` → `set_config('role', …, true), set_config('request.jwt.claims', …, true),
     /// set_config('request.client_ip', …, true)` → statements → `COMMIT`, pipelined with one Sync. The settings are
-    /// transaction-local, so they end with the transaction.
+    /// transaction-local, so they end with the transaction (and behind PgBouncer's transaction pooling the session
+    /// settings ride along in the same statement).
     ///
     /// - Returns: the results of `statements` only (not of the framing statements).
     public func requestTransaction(
@@ -35,13 +36,26 @@ extension PostgresConnection {
         let framed =
             [
                 PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true),
-                PostgresStatement(
-                    "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)",
-                    [identity.role.rawValue, identity.claimsJSON, identity.clientAddress], reusesPlan: true
-                ),
+                self.identityStatement(identity),
             ] + statements + [PostgresStatement("COMMIT", reusesPlan: true)]
         let results = try self.pipeline(framed)
         return Array(results.dropFirst(2).dropLast())
+    }
+
+    /// The framing statement that sets the caller's identity, and in `.transaction` pool mode the session settings
+    /// too (PgBouncer may hand the next transaction another server session, so each one carries its own).
+    private func identityStatement(_ identity: RequestIdentity) -> PostgresStatement {
+        let identitySQL =
+            "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)"
+        let parameters: [any PostgresEncodable] = [identity.role.rawValue, identity.claimsJSON, identity.clientAddress]
+        guard !self.transactionSettings.isEmpty else { return PostgresStatement(identitySQL, parameters, reusesPlan: true) }
+        var sql = identitySQL
+        var values = parameters
+        for setting in self.transactionSettings {
+            sql += ", set_config($\(values.count + 1), $\(values.count + 2), true)"
+            values += [setting.name, setting.value]
+        }
+        return PostgresStatement(sql, values)
     }
 
     /// Runs `body` between `BEGIN` and `COMMIT` (several round trips); rolls back if it throws.

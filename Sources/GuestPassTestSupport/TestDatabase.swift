@@ -56,9 +56,13 @@ public struct TestDatabase: Sendable {
     }
 
     /// A pool on this database as the login role (what `guestpass serve` uses).
-    public func loginPool(maxConnections: Int = 8) -> PostgresPool {
+    public func loginPool(
+        maxConnections: Int = 8, poolMode: PostgresConfiguration.PoolMode = .session, sessionSettings: [String: String] = [:]
+    ) -> PostgresPool {
         var configuration = PostgresConfiguration(url: self.loginURL)
         configuration.maxConnections = maxConnections
+        configuration.poolMode = poolMode
+        configuration.sessionSettings = sessionSettings
         return PostgresPool(configuration: configuration)
     }
 

@@ -92,4 +92,39 @@ import Testing
             #expect(lines.filter { $0.count >= 3 && $0[0] == "F" && $0[2] == "Execute" }.count == 5)
         }
     }
+
+    /// Behind PgBouncer's transaction pooling (`.transaction`) the next transaction may run on another server
+    /// session, so nothing may be left in one: no statement is prepared by name, no setting comes from the startup
+    /// packet, and every request transaction carries the settings itself. The session mode prepares and sets once.
+    @Test func transactionPoolModeLeavesNothingInTheSession() async throws {
+        let settings = ["guestpass.signup_ip_burst": "7"]
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1, poolMode: .transaction, sessionSettings: settings) }) {
+            database, pool in
+            let identity = RequestIdentity(role: .authenticated, claimsJSON: Self.claims)
+            let probe = PostgresStatement(
+                "SELECT current_setting('guestpass.signup_ip_burst', true), current_setting('statement_timeout'), auth.uid()", reusesPlan: true)
+            for _ in 0..<3 {
+                let row = try #require(try await pool.requestTransaction(identity, [probe]).first?.first)
+                #expect(try row.decode(String?.self, at: 0) == "7")
+                #expect(try row.decode(String.self, at: 1) == "15s")
+                #expect(try row.decode(UUID.self, at: 2) == UUID(uuidString: "6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11"))
+            }
+            let session = try await pool.execute(
+                "SELECT coalesce(current_setting('guestpass.signup_ip_burst', true), ''), current_setting('statement_timeout'), "
+                    + "(SELECT count(*)::int8 FROM pg_prepared_statements)"
+            ).rows[0]
+            #expect(try session.decode(String.self, at: 0) == "", "a setting outlived its transaction")
+            #expect(try session.decode(String.self, at: 1) == "0", "the statement timeout came from the session")
+            #expect(try session.decode(Int.self, at: 2) == 0, "a statement was prepared by name")
+
+            try await withShutdown(database.loginPool(maxConnections: 1, sessionSettings: settings)) { sessionPool in
+                _ = try await sessionPool.requestTransaction(identity, [probe])
+                let row = try await sessionPool.execute(
+                    "SELECT current_setting('guestpass.signup_ip_burst', true), (SELECT count(*)::int8 FROM pg_prepared_statements)"
+                ).rows[0]
+                #expect(try row.decode(String?.self, at: 0) == "7")
+                #expect(try row.decode(Int.self, at: 1) >= 3, "BEGIN, the settings and the probe are prepared once per session")
+            }
+        }
+    }
 }

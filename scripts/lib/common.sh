@@ -42,9 +42,9 @@ gp_ensure_apt() {
 # Packages every script needs to build and run guestpass against a local cluster.
 # shellcheck disable=SC2034
 GP_BASE_PACKAGES=(postgresql-15 postgresql-client-15 libpq-dev libssl-dev)
-# Extra packages for the SQL policy suite.
+# Extra packages for the SQL policy suite and the end-to-end suite (which runs through PgBouncer).
 # shellcheck disable=SC2034
-GP_TEST_PACKAGES=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+GP_TEST_PACKAGES=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer)
 
 # guestpass binary path (after swift build).
 gp_bin_path() {

@@ -32,21 +32,30 @@ enum ServiceMetrics {
 }
 
 /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, loopback by default): `GET /metrics` in the text format,
-/// with the pool's gauges sampled at each scrape. A listener of its own, so it is never public by accident.
+/// with each pool's gauges (label `pool`: `primary`, and `read` with a read replica) sampled at each scrape. A
+/// listener of its own, so it is never public by accident.
 func buildMetricsServer(
-    registry: PrometheusCollectorRegistry, pool: PostgresPool, poolSize: Int, host: String, port: Int, logger: Logger
+    registry: PrometheusCollectorRegistry, pools: [(name: String, pool: PostgresPool)], host: String, port: Int, logger: Logger
 ) -> some ApplicationProtocol {
     let router = Router()
-    let open = registry.makeGauge(name: "guestpass_db_pool_open_connections")
-    let inUse = registry.makeGauge(name: "guestpass_db_pool_in_use_connections")
-    let waiting = registry.makeGauge(name: "guestpass_db_pool_waiters")
-    let size = registry.makeGauge(name: "guestpass_db_pool_size")
+    let gauges = pools.map { entry in
+        let labels = [("pool", entry.name)]
+        return (
+            pool: entry.pool,
+            open: registry.makeGauge(name: "guestpass_db_pool_open_connections", labels: labels),
+            inUse: registry.makeGauge(name: "guestpass_db_pool_in_use_connections", labels: labels),
+            waiting: registry.makeGauge(name: "guestpass_db_pool_waiters", labels: labels),
+            size: registry.makeGauge(name: "guestpass_db_pool_size", labels: labels)
+        )
+    }
     router.get("/metrics") { _, _ -> Response in
-        let statistics = await pool.statistics
-        open.set(Double(statistics.open))
-        inUse.set(Double(statistics.open - statistics.idle))
-        waiting.set(Double(statistics.waiting))
-        size.set(Double(poolSize))
+        for gauge in gauges {
+            let statistics = await gauge.pool.statistics
+            gauge.open.set(Double(statistics.open))
+            gauge.inUse.set(Double(statistics.open - statistics.idle))
+            gauge.waiting.set(Double(statistics.waiting))
+            gauge.size.set(Double(gauge.pool.configuration.maxConnections))
+        }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))

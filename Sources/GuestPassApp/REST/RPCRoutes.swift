@@ -6,9 +6,12 @@ import NIOCore
 
 /// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
 /// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come
-/// from the API key and token, never from the request.
+/// from the API key and token, never from the request. Read-only calls (GET, or a STABLE/IMMUTABLE function) run on
+/// `readPool` — a streaming replica when `GUESTPASS_DATABASE_READ_URL` is set, so they may lag the primary by the
+/// replication delay — and everything else on `pool`, the primary.
 struct RPCRoutes: Sendable {
     let pool: PostgresPool
+    let readPool: PostgresPool
     let authenticator: Authenticator
     let catalog: FunctionCatalog
 
@@ -76,7 +79,8 @@ struct RPCRoutes: Sendable {
         let statement = try RPCStatement.statement(for: function, arguments: arguments)
         let results: [PostgresResult]
         do {
-            results = try await self.pool.requestTransaction(caller.identity, readOnly: readOnlyRequest || function.isReadOnly, [statement])
+            let readOnly = readOnlyRequest || function.isReadOnly
+            results = try await (readOnly ? self.readPool : self.pool).requestTransaction(caller.identity, readOnly: readOnly, [statement])
         } catch {
             ServiceMetrics.rpc(name, status: Int(APIError.answer(for: error, dialect: .postgREST, withToken: caller.token != nil).status.code))
             throw error
