@@ -59,22 +59,13 @@ DATABASE_URL="$SUPER_URL" "$BIN" apps configure --app "$APP_ID" --daily-free 100
 bench_start_server
 
 # ---- users: sign up over HTTP; their access tokens (for wrk) and their claims (the tokens' payloads, for pgbench)
-gp_log "signing up $USERS users"
-timeout -k 5 120 python3 - "$URL" "$PUBLISHABLE_KEY" "$USERS" "$WORK" <<'PY' ||
-import base64, json, sys, urllib.request, uuid
-url, apikey, users, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-tokens = []
+bench_sign_up_users "$URL" "$USERS"
+timeout -k 5 60 python3 - "$USERS" "$WORK" <<'PY' || gp_die "writing the pgbench scripts failed"
+import json, sys
+users, work = int(sys.argv[1]), sys.argv[2]
 for i in range(1, users + 1):
-    request = urllib.request.Request(
-        url + "/auth/v1/signup", method="POST",
-        data=json.dumps({"data": {"device_id": str(uuid.uuid4())}}).encode(),
-        headers={"apikey": apikey, "Authorization": "Bearer " + apikey, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        token = json.load(response)["access_token"]
-    tokens.append(token)
-    payload = token.split(".")[1]
-    claims = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
-    json.loads(claims)  # a JSON object, passed on byte for byte
+    with open(f"{work}/claims-{i}.json") as f:
+        claims = f.read()
     # pgbench substitutes :name with its variables (client_id, scale, random_seed, default_seed) in scripts.
     assert not any(":" + v in claims for v in ("client_id", "scale", "random_seed", "default_seed")), claims
     frame = ("begin;\n"
@@ -88,10 +79,7 @@ for i in range(1, users + 1):
         f.write(frame + "insert into bench_ceiling.usage as u (user_id, day, used) "
                 f"values ('{user_id}', current_date, 1) on conflict (user_id, day) do update set used = u.used + 1;\n"
                 "commit;\n")
-with open(f"{work}/tokens.lua", "w") as f:
-    f.write("return {\n" + "".join(f'  "{t}",\n' for t in tokens) + "}\n")
 PY
-  gp_die "signing up the bench users failed"
 
 # One consume by hand each way: both must succeed before anything is measured.
 status="$(curl -sS -o "$WORK/probe.json" -w '%{http_code}' --max-time 10 -X POST "$URL/rest/v1/rpc/consume_quota" \

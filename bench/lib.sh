@@ -8,6 +8,8 @@
 #   bench_begin "$ROOT/.pg/bench"                  # WORK dir + teardown trap, for that cluster
 #   bench_create_database                          # cluster, then `guestpass dev up` (database, migrations, app, key)
 #   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
+#                                                  # (every server started is stopped at exit)
+#   bench_sign_up_users URL N                      # N guests over HTTP → $WORK/tokens.lua, $WORK/claims-<i>.json
 #   bench_cpu_init; proc_ticks PID; pg_ticks       # CPU accounting (clock ticks)
 #   bench_wrk_result FILE                          # parse the WRK_RESULT line of a bench/*.lua script
 #   bench_pgbench_result FILE                      # parse pgbench's summary
@@ -68,16 +70,18 @@ bench_build() {
 
 # ---- teardown: the server, the cluster (unless BENCH_KEEP_CLUSTER=1), the work directory
 SERVER_PID=""
+SERVER_PIDS=()
 CLUSTER_MADE=0
 bench_cleanup() {
-  local rc=$?
+  local rc=$? pid
   trap - EXIT INT TERM
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  for pid in "${SERVER_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null || continue
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   if [ "$CLUSTER_MADE" = 1 ]; then
     if [ "${BENCH_KEEP_CLUSTER:-0}" = 1 ]; then
       gp_log "keeping the cluster: $("$PGC" url "$CLUSTER" postgres "$DB" 2>/dev/null || echo "$CLUSTER")"
@@ -129,8 +133,10 @@ bench_start_server() {
     GUESTPASS_JWT_SIGNING_KEY_FILE="$WORK/jwt-signing-key.pem" GUESTPASS_DB_POOL_SIZE="$CONNECTIONS" \
     GUESTPASS_SIGNUP_BURST=1000000 GUESTPASS_SIGNUP_RATE_PER_HOUR=1000000 \
     GUESTPASS_APP_SIGNUP_BURST=100000000 GUESTPASS_APP_SIGNUP_RATE_PER_HOUR=100000000 \
-    LOG_LEVEL=warning "$@" "$BIN" serve >"$WORK/server.log" 2>&1 &
+    GUESTPASS_METRICS_ADDRESS=127.0.0.1:0 \
+    LOG_LEVEL=warning "$@" "$BIN" serve >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
+  SERVER_PIDS+=("$SERVER_PID")
   local ready=0
   for _ in $(seq 1 300); do # 30 s
     kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -138,6 +144,32 @@ bench_start_server() {
     sleep 0.1
   done
   [ "$ready" = 1 ] || { tail -n 30 "$WORK/server.log" >&2; gp_die "the server did not become ready"; }
+}
+
+# ---- N guests signed up over HTTP at URL: their access tokens as a Lua list ($WORK/tokens.lua, for the bench/*.lua
+# scripts) and each one's claims, the token's payload byte for byte ($WORK/claims-<i>.json, i = 1...N, for pgbench).
+bench_sign_up_users() { # bench_sign_up_users URL N
+  gp_log "signing up $2 users"
+  timeout -k 5 120 python3 - "$1" "$PUBLISHABLE_KEY" "$2" "$WORK" <<'PY' || gp_die "signing up the bench users failed"
+import base64, json, sys, urllib.request, uuid
+url, apikey, users, work = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+tokens = []
+for i in range(1, users + 1):
+    request = urllib.request.Request(
+        url + "/auth/v1/signup", method="POST",
+        data=json.dumps({"data": {"device_id": str(uuid.uuid4())}}).encode(),
+        headers={"apikey": apikey, "Authorization": "Bearer " + apikey, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        token = json.load(response)["access_token"]
+    tokens.append(token)
+    payload = token.split(".")[1]
+    claims = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+    json.loads(claims)  # a JSON object, passed on byte for byte
+    with open(f"{work}/claims-{i}.json", "w") as f:
+        f.write(claims)
+with open(f"{work}/tokens.lua", "w") as f:
+    f.write("return {\n" + "".join(f'  "{t}",\n' for t in tokens) + "}\n")
+PY
 }
 
 # ---- CPU accounting (clock ticks from /proc): the server process, and the cluster's postmaster
