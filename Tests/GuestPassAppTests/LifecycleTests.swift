@@ -2,6 +2,7 @@ import Foundation
 import GuestPassApp
 import GuestPassCrypto
 import GuestPassDevStack
+import GuestPassPostgres
 import GuestPassTestSupport
 import HTTPTypes
 import Hummingbird
@@ -11,8 +12,8 @@ import NIOCore
 import Testing
 
 /// The service through HTTP while its PostgreSQL goes away: `/health/ready` answers 503 while the database is down and
-/// 200 again after; under HTTP load across a `pg_ctl restart`, requests succeed again afterwards on new sessions, and
-/// the service (this process) is never restarted. A cluster of the test's own.
+/// 200 again after; under HTTP load across a `pg_ctl restart`, requests succeed again afterwards on new sessions, no
+/// sign-up is lost or doubled, and the service (this process) is never restarted. A cluster of the test's own.
 @Suite struct LifecycleTests {
     @Test(.timeLimit(.minutes(3))) func serviceRidesOutAPostgresRestartUnderHTTPLoad() async throws {
         let cluster = try await ThrowawayCluster.create()
@@ -40,12 +41,18 @@ import Testing
             @Sendable func ready() async throws -> HTTPResponse.Status {
                 try await client.execute(uri: "/health/ready", method: .get).status
             }
-            @Sendable func signUp() async throws -> HTTPResponse.Status {
-                let body = #"{"data":{"device_id":"\#(UUID().uuidString.lowercased())"}}"#
-                return try await client.execute(
+            /// A sign-up of `device`: the status, and the user id when it is a 200.
+            @Sendable func signUp(device: String) async throws -> (status: HTTPResponse.Status, userID: String?) {
+                let response = try await client.execute(
                     uri: "/auth/v1/signup", method: .post, headers: [.init("apikey")!: key, .contentType: "application/json"],
-                    body: ByteBuffer(string: body)
-                ).status
+                    body: ByteBuffer(string: #"{"data":{"device_id":"\#(device)"}}"#)
+                )
+                guard response.status == .ok else { return (response.status, nil) }
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+                return (response.status, (object?["user"] as? [String: Any])?["id"] as? String)
+            }
+            @Sendable func signUp() async throws -> HTTPResponse.Status {
+                try await signUp(device: UUID().uuidString.lowercased()).status
             }
             #expect(try await ready() == .ok)
 
@@ -56,33 +63,61 @@ import Testing
             try cluster.start()
             try #require(try await eventually(timeout: .seconds(30)) { try await ready() == .ok })
 
-            // A restart under load: 4 workers sign up guests (bounded by count and time) until well after it.
+            // A restart under load: 4 workers sign up guests, a new device each (bounded by count and time), until
+            // well after it.
+            struct Attempt: Sendable {
+                let device: String
+                let status: UInt
+                let userID: String?
+            }
+            let owner = PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))
+            let guests = "SELECT count(*)::int8 FROM public.users WHERE app_id = $1::uuid"
+            let appID = try #require(stack.apps.first).appID
             let succeeded = ManagedCounter()
             let stop = ManagedAtomicFlag()
             let load = Task {
-                await withTaskGroup(of: [UInt].self) { group in
+                await withTaskGroup(of: [Attempt].self) { group in
                     for _ in 0..<4 {
                         group.addTask {
-                            var statuses: [UInt] = []
+                            var attempts: [Attempt] = []
                             for _ in 0..<2_000 where !stop.isSet {
-                                let status = (try? await signUp())?.code ?? 0
-                                statuses.append(UInt(status))
-                                if status == 200 { succeeded.increment() }
+                                let device = UUID().uuidString.lowercased()
+                                let answer = try? await signUp(device: device)
+                                attempts.append(Attempt(device: device, status: UInt(answer?.status.code ?? 0), userID: answer?.userID))
+                                if answer?.status == .ok { succeeded.increment() }
                                 try? await Task.sleep(for: .milliseconds(10))
                             }
-                            return statuses
+                            return attempts
                         }
                     }
                     return await group.reduce(into: []) { $0 += $1 }
                 }
             }
-            try #require(try await eventually(timeout: .seconds(30)) { succeeded.value >= 20 })
-            try cluster.restart()
-            let afterRestart = succeeded.value
-            try #require(try await eventually(timeout: .seconds(60)) { succeeded.value >= afterRestart + 20 })
-            stop.set()
-            let statuses = await load.value
-            #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "only successes and clean 503s: \(Set(statuses))")
+            let before = try await withShutdown(owner) { owner in
+                let before = try await owner.execute(guests, [appID]).rows[0].decode(Int.self, at: 0)
+                try #require(try await eventually(timeout: .seconds(30)) { succeeded.value >= 20 })
+                try cluster.restart()
+                let afterRestart = succeeded.value
+                try #require(try await eventually(timeout: .seconds(60)) { succeeded.value >= afterRestart + 20 })
+                stop.set()
+                return before
+            }
+            let attempts = await load.value
+            let statuses = Set(attempts.map(\.status))
+            #expect(statuses.isSubset(of: [200, 503]), "only successes and clean 503s: \(statuses)")
+
+            // Nothing lost, nothing doubled: every device signs up again once the database is back — a 200 before
+            // gets the same user, a 503 gets the user its sign-up may have committed or a new one — and the app then
+            // holds exactly one guest per device.
+            for attempt in attempts {
+                let again = try await signUp(device: attempt.device)
+                #expect(again.status == .ok)
+                if let first = attempt.userID { #expect(again.userID == first, "a device's guest changed across the restart") }
+            }
+            let after = try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))) {
+                try await $0.execute(guests, [appID]).rows[0].decode(Int.self, at: 0)
+            }
+            #expect(after - before == attempts.count, "guests created: \(after - before) for \(attempts.count) devices")
             #expect(try await ready() == .ok)
         }
     }
