@@ -106,7 +106,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        /// The HTTP service: `buildApplication` / `buildRouter` and the routes.
+        /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`) as a resource.
         .target(
             name: "GuestPassApp",
             dependencies: [
@@ -120,6 +120,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            resources: [.copy("HTTP/openapi.json")],
             swiftSettings: swiftSettings
         ),
         /// The one stack set-up (database, migrations, apps, signing key) behind `guestpass dev up` and the test harness.

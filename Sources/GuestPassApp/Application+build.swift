@@ -9,6 +9,7 @@ public func buildApplication(
     logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
+    _ = try OpenAPIDocument.bundled.get()
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
     let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
     let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
@@ -51,6 +52,7 @@ func buildRouter(
     let functions = ServerFunctions(pool: pool)
     let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
+    OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     RPCRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)

@@ -63,6 +63,19 @@ import Testing
         #expect(throws: Never.self) { try Self.parse(Array(many.utf8), maxValues: 101) }
     }
 
+    /// Found by schemathesis (issue 13): `PUT /auth/v1/user {"data": {"n": -5.76e231}}` stored the number, PostgreSQL's
+    /// jsonb gave it back as 232 digits, and reading the profile refused them: a 500 on every later sign-in.
+    @Test func acceptsEveryFiniteDoubleAsPostgreSQLWritesIt() throws {
+        let big = "-5760016731011541" + String(repeating: "0", count: 216)
+        #expect(try Self.parse(#"{"n":\#(big)}"#) == .object(["n": .number(-5.760016731011541e231)]))
+        let largest = "17976931348623157" + String(repeating: "0", count: 292)
+        #expect(try Self.parse("[\(largest)]") == .array([.number(.greatestFiniteMagnitude)]))
+        let smallest = "0." + String(repeating: "0", count: 323) + "5"
+        #expect(try Self.parse("[\(smallest)]") == .array([.number(5e-324)]))
+        let tooLong = "1" + String(repeating: "0", count: JSONParser.maxNumberLength)
+        #expect(throws: JSONParser.Failure.self) { try Self.parse("[\(tooLong)]") }
+    }
+
     @Test func roundTripsThroughJSONText() throws {
         let value = JSONValue.object(["a": .array([.string("x\u{1F600}\"\\"), .number(1.5), .null, .bool(false)])])
         #expect(try JSONValue.parse(value.jsonText) == value)

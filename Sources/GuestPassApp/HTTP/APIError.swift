@@ -115,6 +115,10 @@ extension APIError {
                 )
             case .queryCanceled:
                 return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+            case .insufficientPrivilege:
+                // The access token verified, but its session or user is gone (a logout, a revoked device, a deleted
+                // account) and the server function refused it: GoTrue's answer for a token without a session.
+                return APIError(.forbidden, code: "session_not_found", message: "The session or user of the access token no longer exists")
             case .invalidParameterValue:
                 return .validation(error.message)
             case let state? where state.errorClass == "22":

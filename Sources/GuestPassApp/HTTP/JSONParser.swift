@@ -18,6 +18,10 @@ struct JSONParser {
     /// The most values (scalars, arrays and objects) accepted in one document: far more than any call of an app
     /// needs, few enough that the worst document of that many values parses in a few milliseconds.
     static let defaultMaxValues = 20_000
+    /// The longest number accepted, in bytes: every finite `Double` written out in full (PostgreSQL's jsonb keeps numbers
+    /// as exact decimals, so `-5.7e231` comes back as 232 digits and `5e-324` as 326 characters), which `SessionUser`
+    /// reads back from the metadata a request stored. Longer is a 400.
+    static let maxNumberLength = 400
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
@@ -241,7 +245,7 @@ struct JSONParser {
             if self.peek() == UInt8(ascii: "+") || self.peek() == UInt8(ascii: "-") { self.index += 1 }
             guard self.skipDigits() > 0 else { throw Failure(description: "invalid number at byte \(start)") }
         }
-        guard self.index - start <= 64,
+        guard self.index - start <= Self.maxNumberLength,
             let value = Double(String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)),
             value.isFinite
         else { throw Failure(description: "number out of range at byte \(start)") }

@@ -1,0 +1,33 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// `GET /openapi.json`: the OpenAPI 3.1 document of every route and error shape, kept beside the code
+/// (`HTTP/openapi.json`, a SwiftPM resource of this module) and served as it is. No API key is needed.
+struct OpenAPIRoutes: Sendable {
+    func register(on router: Router<AppRequestContext>) {
+        router.get("openapi.json") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: try OpenAPIDocument.bundled.get())
+            )
+        }
+    }
+}
+
+/// The bundled OpenAPI document, read once per process.
+public enum OpenAPIDocument {
+    /// The document's bytes, or why they could not be read (a binary shipped without its resource bundle).
+    /// `buildApplication` reads it first, so such a binary fails at start-up instead of on the first request.
+    public static let bundled: Result<ByteBuffer, any Error> = Result {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json") else {
+            throw OpenAPIDocumentMissing()
+        }
+        return ByteBuffer(data: try Data(contentsOf: url))
+    }
+
+    /// The resource bundle has no `openapi.json`.
+    public struct OpenAPIDocumentMissing: Error, CustomStringConvertible {
+        public var description: String { "openapi.json is missing from the GuestPassApp resource bundle" }
+    }
+}
