@@ -212,8 +212,9 @@ class ReadReplica:
     read_url: str  # for GUESTPASS_DATABASE_READ_URL: the login role, through the replica's own PgBouncer (or direct)
 
     def caught_up_with(self, primary_super_url: str, timeout: float = 15.0) -> None:
-        """Waits until the replica has replayed everything the primary wrote so far."""
-        target = psql(primary_super_url, "select pg_current_wal_lsn()")
+        """Waits until the replica has replayed everything the primary wrote so far. The insert position, not the
+        write position: the test cluster commits asynchronously, so a commit record may not be written out yet."""
+        target = psql(primary_super_url, "select pg_current_wal_insert_lsn()")
         deadline = time.monotonic() + timeout
         while psql(self.super_url, f"select pg_last_wal_replay_lsn() >= '{target}'::pg_lsn") != "t":
             if time.monotonic() > deadline:
