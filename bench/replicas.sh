@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput past one process: consume_quota over HTTP (bench/consume.lua) with one `guestpass serve` straight to
-# PostgreSQL, one behind PgBouncer (transaction pooling), and three behind the same PgBouncer, on one machine and one
-# database, same total concurrency, same time. It prints the three rates side by side, with pgbench on the same
+# PostgreSQL, the same without prepared statements (GUESTPASS_DB_POOL_MODE=transaction, what PgBouncer needs), one
+# behind PgBouncer (transaction pooling), and three behind the same PgBouncer, on one machine and one database, same
+# total concurrency, same time. It prints the three rates side by side, with pgbench on the same
 # consume as the yardstick.
 #
 #   ./bench/replicas.sh
@@ -81,6 +82,8 @@ wrk_runs() {
 bench_start_server
 DIRECT="$URL"
 bench_sign_up_users "$DIRECT" "$USERS"
+bench_start_server GUESTPASS_DB_POOL_MODE=transaction
+UNPREPARED="$URL"
 bench_start_server DATABASE_URL="$BOUNCER_URL" GUESTPASS_DB_POOL_MODE=transaction
 BOUNCED=("$URL")
 for _ in 1 2; do
@@ -90,6 +93,8 @@ done
 
 wrk_runs direct "$DIRECT"
 DIRECT_RATE="$RATE" DIRECT_P99="$P99"
+wrk_runs direct-unprepared "$UNPREPARED"
+UNPREPARED_RATE="$RATE" UNPREPARED_P99="$P99"
 wrk_runs one-bounced "${BOUNCED[0]}"
 ONE_RATE="$RATE" ONE_P99="$P99"
 wrk_runs three-bounced "${BOUNCED[@]}"
@@ -106,18 +111,20 @@ done
 bench_cpu_init
 bench_pgbench consume "${PGB_SCRIPTS[@]}"
 
-python3 - "$DIRECT_RATE" "$DIRECT_P99" "$ONE_RATE" "$ONE_P99" "$THREE_RATE" "$THREE_P99" "$PG_TPS" "$CONNECTIONS" \
+python3 - "$DIRECT_RATE" "$DIRECT_P99" "$UNPREPARED_RATE" "$UNPREPARED_P99" "$ONE_RATE" "$ONE_P99" "$THREE_RATE" "$THREE_P99" "$PG_TPS" "$CONNECTIONS" \
   "$PER_REPLICA" "$DURATION" "$(nproc)" <<'PY' >&2
 import sys
-direct, direct_p99, one, one_p99, three, three_p99, pgbench, conns, per, dur, cpus = sys.argv[1:]
+direct, direct_p99, unprepared, unprepared_p99, one, one_p99, three, three_p99, pgbench, conns, per, dur, cpus = sys.argv[1:]
 print()
 print(f"==== replicas: consume_quota over HTTP, {conns} connections in all, {dur}s each, {cpus} CPUs, one machine")
-print(f"  {'set-up':<54} {'req/s':>9} {'p99 ms':>8} {'÷ pgbench':>10}")
-rows = [("1 replica → PostgreSQL", direct, direct_p99), ("1 replica → PgBouncer (transaction) → PostgreSQL", one, one_p99),
+print(f"  {'set-up':<66} {'req/s':>9} {'p99 ms':>8} {'÷ pgbench':>10}")
+rows = [("1 replica → PostgreSQL", direct, direct_p99),
+        ("1 replica → PostgreSQL, transaction mode (no prepared statements)", unprepared, unprepared_p99), ("1 replica → PgBouncer (transaction) → PostgreSQL", one, one_p99),
         (f"3 replicas ({per} conns each) → PgBouncer → PostgreSQL", three, three_p99)]
 for name, rate, p99 in rows:
-    print(f"  {name:<54} {float(rate):>9.1f} {int(p99) / 1000:>8.2f} {float(rate) / float(pgbench):>10.2f}")
-print(f"  {'pgbench, the same transaction, direct':<54} {float(pgbench):>9.1f}")
+    print(f"  {name:<66} {float(rate):>9.1f} {int(p99) / 1000:>8.2f} {float(rate) / float(pgbench):>10.2f}")
+print(f"  {'pgbench, the same transaction, direct':<66} {float(pgbench):>9.1f}")
 print(f"  3 replicas ÷ 1 (both through PgBouncer): {float(three) / float(one):.2f}; "
-      f"PgBouncer ÷ direct: {float(one) / float(direct):.2f}")
+      f"PgBouncer ÷ direct: {float(one) / float(direct):.2f} (unprepared ÷ prepared {float(unprepared) / float(direct):.2f}, "
+      f"the PgBouncer hop {float(one) / float(unprepared):.2f})")
 PY
