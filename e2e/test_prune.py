@@ -34,3 +34,25 @@ def test_two_concurrent_prunes_share_the_work(database):
     assert removed >= 300
     assert psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'") == "1", \
         "only the premium guest is left"
+
+
+def test_the_idle_time_is_the_apps_setting(database):
+    """`apps configure --guest-idle-days`: a guest idle 10 days stays under the default 90 and goes under 7; the same
+    guest of an app left at the default stays. An out-of-range value is refused before it reaches the database."""
+    strict, lenient = create_app(database, "prune-after-a-week"), create_app(database, "prune-after-the-default")
+    env = {"DATABASE_URL": database.super_url}
+    for app in (strict, lenient):
+        psql(database.super_url, f"insert into public.users (app_id, updated_at) values ('{app.app_id}', now() - interval '10 days')")
+
+    def guests(app) -> int:
+        return int(psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'"))
+
+    run([database.bin, "prune"], env=env)
+    assert (guests(strict), guests(lenient)) == (1, 1), "10 idle days are fewer than the default 90"
+    run([database.bin, "apps", "configure", "--app", strict.app_id, "--guest-idle-days", "7"], env=env)
+    run([database.bin, "prune"], env=env)
+    assert (guests(strict), guests(lenient)) == (0, 1)
+
+    refused = subprocess.run([database.bin, "apps", "configure", "--app", strict.app_id, "--guest-idle-days", "0"],
+                             env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--guest-idle-days must be in 1...3650" in refused.stderr

@@ -35,10 +35,13 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "Sign in with Apple: the Apple team id, for the code exchange and revocation.") var appleTeamId: String?
         @Option(help: "Sign in with Apple: the key id of the .p8 key.") var appleKeyId: String?
         @Option(help: "Sign in with Apple: the path of the .p8 key, readable by the server.") var appleKeyPath: String?
+        @Option(help: "guestpass prune: days without a sign-in, refresh or request before a guest that holds nothing goes (1 to 3650, default 90).")
+        var guestIdleDays: Int?
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
             if let value = self.welcomeCredits, value < 0 { throw ValidationError("--welcome-credits must be ≥ 0") }
+            if let value = self.guestIdleDays, !(1...3650).contains(value) { throw ValidationError("--guest-idle-days must be in 1...3650") }
             if let value = self.devicecheckEnvironment, !["development", "production"].contains(value) {
                 throw ValidationError("--devicecheck-environment must be development or production")
             }
@@ -64,6 +67,7 @@ struct AppsCommand: AsyncParsableCommand {
             settings.appleTeamID = self.appleTeamId
             settings.appleKeyID = self.appleKeyId
             settings.appleKeyPath = self.appleKeyPath
+            settings.guestIdleDays = self.guestIdleDays
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

@@ -65,6 +65,8 @@ public struct Administration: Sendable {
         public var shareCodeLength: Int?
         public var shareCodeDigitsOnly: Bool?
         public var partnerLimit: Int?
+        /// `guestpass prune`: days without a sign-in, refresh or request after which a guest holding nothing goes.
+        public var guestIdleDays: Int?
 
         public init() {}
 
@@ -81,7 +83,7 @@ public struct Administration: Sendable {
                 ("apple_base_url", self.appleBaseURL), ("default_role", self.defaultRole),
                 ("apple_team_id", self.appleTeamID), ("apple_key_id", self.appleKeyID), ("apple_key_path", self.appleKeyPath),
                 ("share_code_length", self.shareCodeLength), ("share_code_digits_only", self.shareCodeDigitsOnly),
-                ("partner_limit", self.partnerLimit),
+                ("partner_limit", self.partnerLimit), ("guest_idle_days", self.guestIdleDays),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }
