@@ -21,9 +21,9 @@ import pytest
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 
-from conftest import psql, run
-from support import create_app, guest_headers, sign_up_guest
-from test_welcome_grant import KEY_ID, TEAM_ID, standin  # noqa: F401 (fixture)
+from conftest import psql
+from support import guest_headers, sign_up_guest
+from test_welcome_grant import create_grant_app, standin  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENT = ROOT / "Sources" / "GuestPassApp" / "HTTP" / "openapi.json"
@@ -56,16 +56,7 @@ def fuzz_server(start_server):
 @pytest.fixture(scope="module")
 def fuzz_app(database, standin):  # noqa: F811
     """An app of its own, its DeviceCheck pointed at the stand-in (so the welcome grant answers as in production)."""
-    app = create_app(database, "openapi-fuzz")
-    run(
-        [
-            database.bin, "apps", "configure", "--app", app.app_id,
-            "--devicecheck-team-id", TEAM_ID, "--devicecheck-key-id", KEY_ID,
-            "--devicecheck-key-path", str(standin.key_file), "--devicecheck-base-url", standin.url,
-        ],
-        env={"DATABASE_URL": database.super_url},
-    )
-    return app
+    return create_grant_app(database, standin, "openapi-fuzz")
 
 
 @pytest.fixture(scope="module")

@@ -94,10 +94,9 @@ def standin(database):
         stand_in.stop()
 
 
-@pytest.fixture(scope="module")
-def grant_app(database, standin):
-    """An app of its own, its DeviceCheck pointed at the stand-in (nobody else's claims or lease)."""
-    app = create_app(database, "attack-welcome-grant")
+def create_grant_app(database, standin, name: str):
+    """A new app, its DeviceCheck pointed at the stand-in (so the welcome grant answers as in production)."""
+    app = create_app(database, name)
     run(
         [
             database.bin, "apps", "configure", "--app", app.app_id,
@@ -107,6 +106,12 @@ def grant_app(database, standin):
         env={"DATABASE_URL": database.super_url},
     )
     return app
+
+
+@pytest.fixture(scope="module")
+def grant_app(database, standin):
+    """An app of its own, its DeviceCheck pointed at the stand-in (nobody else's claims or lease)."""
+    return create_grant_app(database, standin, "attack-welcome-grant")
 
 
 def claim(client, server, app, guest, token):
