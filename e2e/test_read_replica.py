@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import psql
+from conftest import free_port, psql, with_port
 from support import create_app, guest_headers, sign_up_guest
 
 
@@ -84,3 +84,25 @@ def test_a_write_by_get_is_refused_as_on_the_primary(http, split_server, start_s
         answers.append((response.status_code, response.json().get("code")))
         assert readings_on(database.super_url, guest.user_id) == 0
     assert answers[0] == answers[1] and 400 <= answers[0][0] < 500, answers
+
+
+def test_reads_fall_back_to_the_primary_when_the_replica_is_unreachable(http, start_server, database):
+    """A read replica that cannot be reached (here: nothing listens at its address) costs no read: read-only calls run
+    on the primary instead, and answer the primary's current values."""
+    login = database.serve_environment["DATABASE_URL"]
+    unreachable = with_port(login, free_port())
+    server = start_server(
+        "read-replica-unreachable", GUESTPASS_DATABASE_READ_URL=unreachable, GUESTPASS_SIGNUP_BURST="1000",
+        GUESTPASS_SIGNUP_RATE_PER_HOUR="100000",
+    )
+    app = create_app(database, "read-replica-unreachable")
+    guest = sign_up_guest(http, server, app)
+    before = quota_remaining(http, server, app, guest, "GET")
+    consumed = http.post(server.url + "/rest/v1/rpc/consume_quota", headers=guest_headers(app, guest), json={})
+    assert consumed.status_code == 200, consumed.text
+    assert quota_remaining(http, server, app, guest, "GET") == before - 1
+    assert quota_remaining(http, server, app, guest, "POST") == before - 1
+    # A call's own error is still its answer, not a reason to retry elsewhere.
+    wrong = http.get(server.url + "/rest/v1/rpc/get_quota?p_user_id=00000000-0000-4000-8000-000000000000",
+                     headers=guest_headers(app, guest))
+    assert wrong.status_code == 403 and wrong.json()["code"] == "42501", wrong.text

@@ -25,6 +25,8 @@ enum ServiceMetrics {
     static func rateLimited(_ dialect: String) {
         Counter(label: "guestpass_rate_limit_denials_total", dimensions: [("dialect", dialect)]).increment()
     }
+    /// Read-only calls the read replica could not answer, run on the primary instead.
+    static func readReplicaFallback() { Counter(label: "guestpass_read_replica_fallbacks_total").increment() }
     /// Database errors by SQLSTATE class (`08`, `23`, `40`, …; `pool` for an acquire timeout, `connection` otherwise).
     static func databaseError(_ sqlStateClass: String) {
         Counter(label: "guestpass_database_errors_total", dimensions: [("class", sqlStateClass)]).increment()

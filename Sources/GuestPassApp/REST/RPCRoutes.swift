@@ -2,16 +2,19 @@ import Foundation
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
 /// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come
 /// from the API key and token, never from the request. Read-only calls (GET, or a STABLE/IMMUTABLE function) run on
 /// `readPool` — a streaming replica when `GUESTPASS_DATABASE_READ_URL` is set, so they may lag the primary by the
-/// replication delay — and everything else on `pool`, the primary.
+/// replication delay, and fall back to the primary when the replica cannot answer — and everything else on `pool`, the
+/// primary.
 struct RPCRoutes: Sendable {
     let pool: PostgresPool
     let readPool: PostgresPool
+    let replicaBackoff = ReplicaBackoff()
     let authenticator: Authenticator
     let catalog: FunctionCatalog
 
@@ -79,8 +82,11 @@ struct RPCRoutes: Sendable {
         let statement = try RPCStatement.statement(for: function, arguments: arguments)
         let results: [PostgresResult]
         do {
-            let readOnly = readOnlyRequest || function.isReadOnly
-            results = try await (readOnly ? self.readPool : self.pool).requestTransaction(caller.identity, readOnly: readOnly, [statement])
+            if readOnlyRequest || function.isReadOnly {
+                results = try await self.read(caller.identity, statement)
+            } else {
+                results = try await self.pool.requestTransaction(caller.identity, [statement])
+            }
         } catch {
             ServiceMetrics.rpc(name, status: Int(APIError.answer(for: error, dialect: .postgREST, withToken: caller.token != nil).status.code))
             throw error
@@ -92,6 +98,28 @@ struct RPCRoutes: Sendable {
             status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: body))
         )
+    }
+
+    /// Runs a read-only call on the read replica, or on the primary when the replica cannot answer — down,
+    /// unreachable, out of connections, or a recovery conflict cancelled the query: a read may run twice, and the
+    /// primary holds everything the replica does. Errors of the call itself (a bad argument, a refused caller) are
+    /// the answer, from wherever they came.
+    /// After a failure the replica is left alone for `ReplicaBackoff.pause`, so a replica that hangs instead of refusing
+    /// costs one slow call, not one per read.
+    private func read(_ identity: RequestIdentity, _ statement: PostgresStatement) async throws -> [PostgresResult] {
+        guard self.readPool !== self.pool, self.replicaBackoff.mayTry() else {
+            return try await self.pool.requestTransaction(identity, readOnly: true, [statement])
+        }
+        do {
+            return try await self.readPool.requestTransaction(identity, readOnly: true, [statement])
+        } catch let error as PostgresError
+            where error.isConnectionError || error.kind == .acquireTimeout || error.sqlState?.isUnavailability == true
+            || error.sqlState == .serializationFailure
+        {
+            ServiceMetrics.readReplicaFallback()
+            if error.kind != .acquireTimeout, error.sqlState != .serializationFailure { self.replicaBackoff.failed() }
+            return try await self.pool.requestTransaction(identity, readOnly: true, [statement])
+        }
     }
 
     /// The schema the request targets: the first exposed schema, or the one named by `Content-Profile` (POST) /
@@ -117,4 +145,16 @@ struct RPCRoutes: Sendable {
         }
         return fitting.count == 1 ? fitting[0] : nil
     }
+}
+
+/// When the read replica last failed to answer: reads skip it for `pause` after that, then try it again.
+final class ReplicaBackoff: Sendable {
+    static let pause: Duration = .seconds(5)
+    private let failedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+
+    func mayTry() -> Bool {
+        self.failedAt.withLockedValue { $0.map { ContinuousClock.now - $0 >= Self.pause } ?? true }
+    }
+
+    func failed() { self.failedAt.withLockedValue { $0 = ContinuousClock.now } }
 }
