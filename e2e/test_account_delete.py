@@ -98,3 +98,25 @@ def test_a_merged_guests_device_signs_in_to_the_account(http, server, apple, app
     account = sign_in(http, server, apple_app, apple.id_token(f"device-merge-{uuid.uuid4()}")).json()
     assert merge(http, server, apple_app, account["access_token"], guest["refresh_token"]).status_code == 200
     assert device_sign_up(http, server, apple_app, device)["user"]["id"] == account["user"]["id"]
+
+
+def test_a_token_whose_session_ended_cannot_delete_the_account(http, server, database, apple_app):  # noqa: F811
+    """An access token outlives its session by up to its lifetime: one copied before a logout still verifies, but
+    deleting the account needs the session alive. The account stays whole; a live session of it may still delete it,
+    once — a retry meets the session that went with the user."""
+    device = new_device_secret()
+    first = device_sign_up(http, server, apple_app, device)
+    user_id = first["user"]["id"]
+    stale = bearer_headers(apple_app, first["access_token"])
+    assert http.post(server.url + "/auth/v1/logout", headers=stale).status_code == 204
+
+    assert_error(http.post(server.url + "/v1/account/delete", headers=stale), 403, "session_not_found", echoed=False)
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{user_id}'") == "1"
+
+    live = device_sign_up(http, server, apple_app, device)
+    assert live["user"]["id"] == user_id
+    headers = bearer_headers(apple_app, live["access_token"])
+    deleted = http.post(server.url + "/v1/account/delete", headers=headers)
+    assert deleted.status_code == 200 and deleted.json()["deleted"] is True, deleted.text
+    assert_error(http.post(server.url + "/v1/account/delete", headers=headers), 403, "session_not_found", echoed=False)
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{user_id}'") == "0"

@@ -1611,8 +1611,11 @@ declare
 begin
     select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for update;
-    if not found then
-        return;
+    if not found or not exists (
+        select 1 from guestpass.sessions as s
+        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.revoked_at is null
+    ) then
+        raise exception using errcode = '42501', message = 'the session has ended';
     end if;
 
     return query
@@ -1638,7 +1641,7 @@ $_$;
 -- Name: FUNCTION delete_account(p_schemas text[]); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.delete_account(p_schemas text[]) IS 'GuestPass server: deletes the caller (claims sub and app_id) and every row that references it: rows of public and p_schemas whose foreign key to public.users does not cascade are deleted first (from the catalog), then the user with everything that cascades (sessions, refresh tokens, devices, identities, ledger, usage, roles). Returns the user''s sealed Apple refresh tokens with their client ids, for the server to revoke after the commit; no row and nothing deleted when the user is already gone.';
+COMMENT ON FUNCTION guestpass_server.delete_account(p_schemas text[]) IS 'GuestPass server: deletes the caller (claims sub and app_id) and every row that references it: rows of public and p_schemas whose foreign key to public.users does not cascade are deleted first (from the catalog), then the user with everything that cascades (sessions, refresh tokens, devices, identities, ledger, usage, roles). Returns the user''s sealed Apple refresh tokens with their client ids, for the server to revoke after the commit. Raises 42501 unless the claims'' session_id is a live session of the caller (a logged-out or revoked token, or a user already deleted).';
 
 --
 -- Name: devicecheck_begin(text); Type: FUNCTION; Schema: guestpass_server; Owner: -

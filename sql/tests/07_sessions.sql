@@ -4,7 +4,7 @@
 -- HMAC-derived tokens. Fixtures: apps X and Y; in X, guest G (device D, sessions 5a1…5a5) and guest H (device H,
 -- sessions 5b1, 5b2).
 begin;
-select plan(50);
+select plan(52);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -224,9 +224,12 @@ select is(
     (select session_active from guestpass_server.current_user_profile()), false, 'the session is no longer active'
 );
 select is(guestpass_server.sign_out('local'), 0, 'local again: nothing to revoke');
+select throws_ok($$select * from guestpass_server.delete_account('{}')$$, '42501', 'the session has ended',
+                 'a signed-out session cannot delete its account (its access token still verifies until it expires)');
 select throws_ok('select guestpass_server.resolve_api_key(''x'')', '42501', null,
                  'authenticated cannot call resolve_api_key');
 reset role;
+select is((select count(*)::int from public.users where id = :'g_user'), 1, 'and the account is still there');
 
 select results_eq(
     $$select id::text, revoked_at is not null from guestpass.sessions where user_id = '$$ || :'g_user' || $$'
