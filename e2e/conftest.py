@@ -187,6 +187,12 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
             print(f"could not drop {dbname}: {error}")
 
 
+def pgbouncer_environment(url: str) -> dict[str, str]:
+    """DATABASE_URL (and GUESTPASS_DB_POOL_MODE) for a `guestpass` command reaching `url`'s database through the test
+    cluster's PgBouncer, as the servers do (straight to it with GUESTPASS_E2E_DATABASE=direct)."""
+    return through_pgbouncer({"DATABASE_URL": url}, _require_env("GUESTPASS_TEST_CLUSTER_DIR"))
+
+
 def through_pgbouncer(serve_environment: dict[str, str], cluster_dir: str) -> dict[str, str]:
     """The servers' environment with DATABASE_URL through a PgBouncer (transaction pooling) in front of the cluster
     at `cluster_dir`, unless GUESTPASS_E2E_DATABASE=direct."""

@@ -1,12 +1,13 @@
 """`guestpass prune` from cron on two replicas at once: both finish, together they remove every stale guest exactly
-once (300 here, aged rows), keep the guest that holds something, and `--dry-run --json` counts without removing."""
+once (300 here, aged rows), keep the guest that holds something, and `--dry-run --json` counts without removing. The
+prunes reach PostgreSQL through PgBouncer in transaction pooling, as the servers do (each batch is one statement)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 
-from conftest import psql, run
+from conftest import pgbouncer_environment, psql, run
 from support import create_app
 
 
@@ -23,8 +24,9 @@ def test_two_concurrent_prunes_share_the_work(database):
     assert dry["dry_run"] is True and dry["removed"]["guests"] >= 300
     assert psql(database.super_url, f"select count(*) from public.users where app_id = '{app.app_id}'") == "301"
 
+    bounced = pgbouncer_environment(database.super_url)
     procs = [
-        subprocess.Popen([database.bin, "prune", "--json", "--batch-size", "25"], env={**env, "PATH": "/usr/bin:/bin"},
+        subprocess.Popen([database.bin, "prune", "--json", "--batch-size", "25"], env={**bounced, "PATH": "/usr/bin:/bin"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)
     ]

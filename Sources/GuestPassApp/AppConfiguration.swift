@@ -59,12 +59,7 @@ public struct AppConfiguration: Sendable {
         }
         self.init(databaseURL: url, auth: try AuthConfiguration(environment: environment))
         if let readURL = environment["GUESTPASS_DATABASE_READ_URL"], !readURL.isEmpty { self.databaseReadURL = readURL }
-        if let mode = environment["GUESTPASS_DB_POOL_MODE"], !mode.isEmpty {
-            guard let value = PostgresConfiguration.PoolMode(rawValue: mode) else {
-                throw ConfigurationError("GUESTPASS_DB_POOL_MODE must be session or transaction (PgBouncer's pool_mode), got \(mode)")
-            }
-            self.databasePoolMode = value
-        }
+        self.databasePoolMode = try Self.poolMode(environment: environment)
         if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
         if let port = environment["GUESTPASS_PORT"] {
             guard let value = Int(port), (0...65535).contains(value) else {
@@ -120,6 +115,16 @@ public struct AppConfiguration: Sendable {
             }
             self.logLevel = value
         }
+    }
+
+    /// `GUESTPASS_DB_POOL_MODE` (`session` by default, or `transaction` behind PgBouncer's transaction pooling), for
+    /// `serve` and the operator commands alike.
+    public static func poolMode(environment: [String: String]) throws -> PostgresConfiguration.PoolMode {
+        guard let mode = environment["GUESTPASS_DB_POOL_MODE"], !mode.isEmpty else { return .session }
+        guard let value = PostgresConfiguration.PoolMode(rawValue: mode) else {
+            throw ConfigurationError("GUESTPASS_DB_POOL_MODE must be session or transaction (PgBouncer's pool_mode), got \(mode)")
+        }
+        return value
     }
 
     /// The pool settings derived from this configuration.

@@ -212,6 +212,7 @@ func adminConfiguration(_ database: DatabaseOptions) throws -> PostgresConfigura
     var configuration = PostgresConfiguration(url: try database.resolvedURL())
     configuration.maxConnections = 1
     configuration.applicationName = "guestpass-admin"
+    configuration.poolMode = try AppConfiguration.poolMode(environment: ProcessInfo.processInfo.environment)
     return configuration
 }
 
