@@ -55,7 +55,8 @@ public struct PostgresJSON: Hashable, Sendable, CustomStringConvertible {
     public var description: String { self.text }
 }
 
-/// Conversions between `Date` and PostgreSQL's ISO `timestamptz` text (sessions run with `TimeZone=UTC`).
+/// Conversions between `Date` and PostgreSQL's ISO `timestamptz` text (sessions run with `TimeZone=UTC`). The format is
+/// also every timestamp of the HTTP API (`RFC3339.format`): one way to write a time.
 enum TimestampText {
     /// `2026-11-22T01:45:51.123456Z`: microsecond precision, UTC.
     static func format(_ date: Date) -> String {
@@ -64,13 +65,33 @@ enum TimestampText {
         let micros = Int(totalMicros - Double(seconds) * 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        func append(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
         }
-        return "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))"
-            + "T\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))"
-            + ".\(pad(micros, 6))Z"
+        append(Int(parts.tm_year) + 1900, 4)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(parts.tm_mon) + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "T"))
+        append(Int(parts.tm_hour), 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(parts.tm_min), 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "."))
+        append(micros, 6)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses `YYYY-MM-DD HH:MM:SS[.ffffff][+HH[:MM[:SS]]]` (also with a `T` separator); no offset means UTC.
@@ -163,4 +184,9 @@ enum ByteaText {
         }
         return out
     }
+}
+
+/// RFC 3339 timestamps as the API writes them, like GoTrue: `2026-11-22T01:45:51.123456Z` (microseconds, UTC).
+public enum RFC3339 {
+    public static func format(_ date: Date) -> String { TimestampText.format(date) }
 }

@@ -71,4 +71,20 @@ import Testing
             #expect(try row.decode(Int.self, "o") == 7)
         }
     }
+
+    /// The API's timestamps (`RFC3339.format`) read back by PostgreSQL as the same instant, to the microsecond, and
+    /// written as GoTrue writes them: four-digit year, two-digit fields, six fractional digits, `Z`.
+    @Test func rfc3339TimestampsAreWhatPostgreSQLReadsBack() async throws {
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 1_795_000_000.123456)) == "2026-11-18T11:06:40.123456Z")
+        #expect(RFC3339.format(Date(timeIntervalSince1970: 951_825_600.000_5)) == "2000-02-29T12:00:00.000500Z")
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { _, pool in
+            for seconds in [0.0, 1_795_000_000.123456, 951_825_600.000_5, 4_102_444_799.999_999] {
+                let text = RFC3339.format(Date(timeIntervalSince1970: seconds))
+                let row = try await pool.execute("SELECT (extract(epoch FROM $1::timestamptz) * 1000000)::int8, $1::timestamptz::text", [text]).rows[
+                    0]
+                #expect(try row.decode(Int.self, at: 0) == Int((seconds * 1_000_000).rounded(.down)), "\(text)")
+            }
+        }
+    }
 }

@@ -60,7 +60,7 @@ struct AccountRoutes: Sendable {
             kind, codeHash: hash, lifetime: self.tokens.configuration.transferCodeLifetime, as: context.caller.identity
         )
         return CodeResponse(
-            code: code, qr_payload: kind == .transfer ? "guestpass:transfer?code=\(code)" : nil, expires_at: expires.map(Timestamp.rfc3339)
+            code: code, qr_payload: kind == .transfer ? "guestpass:transfer?code=\(code)" : nil, expires_at: expires.map(RFC3339.format)
         )
     }
 

@@ -60,12 +60,12 @@ struct UserResponse: Encodable {
         self.role = "authenticated"
         self.email = user.email ?? ""
         self.phone = ""
-        self.last_sign_in_at = user.lastSignInAt.map(Timestamp.rfc3339)
+        self.last_sign_in_at = user.lastSignInAt.map(RFC3339.format)
         self.app_metadata = user.appMetadata
         self.user_metadata = user.userMetadata
         self.identities = user.identities
-        self.created_at = Timestamp.rfc3339(user.createdAt)
-        self.updated_at = Timestamp.rfc3339(user.updatedAt)
+        self.created_at = RFC3339.format(user.createdAt)
+        self.updated_at = RFC3339.format(user.updatedAt)
         self.is_anonymous = user.isAnonymous
     }
 }
@@ -80,12 +80,4 @@ struct SessionResponse: Encodable {
     let user: UserResponse
     /// After a recovery-code sign-in: the code is spent, and the app should have the user make a new one.
     var recovery_code_used: Bool? = nil
-}
-
-/// RFC 3339 timestamps with microseconds and `Z`, as GoTrue writes them.
-enum Timestamp {
-    static func rfc3339(_ date: Date) -> String {
-        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
-        return date.formatted(style)
-    }
 }

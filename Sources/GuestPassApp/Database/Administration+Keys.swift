@@ -37,8 +37,8 @@ extension Administration {
                     KeySummary(
                         id: keyID.uuidString.lowercased(), kind: try row.decode(String.self, "kind"),
                         prefix: try row.decode(String.self, "key_prefix"),
-                        created_at: Timestamp.rfc3339(try row.decode(Date.self, "created_at")),
-                        revoked_at: try row.decode(Date?.self, "revoked_at").map(Timestamp.rfc3339)
+                        created_at: RFC3339.format(try row.decode(Date.self, "created_at")),
+                        revoked_at: try row.decode(Date?.self, "revoked_at").map(RFC3339.format)
                     ))
             }
             apps.append(AppSummary(app_id: id, name: try row.decode(String.self, "name"), keys: keys))
