@@ -150,10 +150,9 @@ struct AuthRoutes: Sendable {
                 row: row, appID: caller.appID, sessionID: parsed.session, deviceID: try row.decode(UUID?.self, "device_id"),
                 lastSignInAt: nil
             )
-            return try self.sessionResponse(
-                user: user, refreshToken: self.tokens.refreshToken(session: parsed.session, counter: active), request: request,
-                context: context
-            )
+            // Usually the token just issued; an older one handed back within the reuse window gets the active one.
+            let refreshToken = active == parsed.counter + 1 ? next : self.tokens.refreshToken(session: parsed.session, counter: active)
+            return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
         case .alreadyUsed:
             throw APIError(.badRequest, code: "refresh_token_already_used", message: "Invalid Refresh Token: Already Used")
         case .sessionNotFound:
