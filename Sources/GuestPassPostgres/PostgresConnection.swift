@@ -29,8 +29,9 @@ public final class PostgresConnection: @unchecked Sendable {
     private var preparedStatements: [String: String] = [:]
     /// At most this many statements are kept prepared per session (none in `.transaction` pool mode).
     private let preparedStatementLimit: Int
-    /// Settings each request transaction sets for itself (`.transaction` pool mode, where the session has none).
-    let transactionSettings: [(name: String, value: String)]
+    /// The statement that opens each request transaction by setting the caller's identity (and, in `.transaction`
+    /// pool mode, the session's settings), with the settings' names and values: built once per connection.
+    let identityFrame: (sql: String, settings: [String])
 
     /// Connects (blocking) to the server described by `configuration`.
     public init(configuration: PostgresConfiguration) throws {
@@ -41,10 +42,10 @@ public final class PostgresConnection: @unchecked Sendable {
             keywords.append("options")
             values.append(configuration.sessionOptions)
             self.preparedStatementLimit = 256
-            self.transactionSettings = []
+            self.identityFrame = Self.identityFrame(settings: [])
         case .transaction:
             self.preparedStatementLimit = 0
-            self.transactionSettings = configuration.settings
+            self.identityFrame = Self.identityFrame(settings: configuration.settings)
         }
         // Values from the URL come last so that they win over our defaults (libpq: the last occurrence wins).
         keywords.append("dbname")

@@ -74,7 +74,7 @@ extension UUID: PostgresEncodable {
 
 extension Date: PostgresEncodable {
     public var postgresParameter: PostgresParameter {
-        .init(.text(TimestampText.format(self)), typeOID: PostgresType.timestamptz)
+        .init(.text(RFC3339.format(self)), typeOID: PostgresType.timestamptz)
     }
 }
 

@@ -55,45 +55,8 @@ public struct PostgresJSON: Hashable, Sendable, CustomStringConvertible {
     public var description: String { self.text }
 }
 
-/// Conversions between `Date` and PostgreSQL's ISO `timestamptz` text (sessions run with `TimeZone=UTC`). The format is
-/// also every timestamp of the HTTP API (`RFC3339.format`): one way to write a time.
+/// Reads PostgreSQL's ISO `timestamptz` text (sessions run with `TimeZone=UTC`); dates are written by `RFC3339.format`.
 enum TimestampText {
-    /// `2026-11-22T01:45:51.123456Z`: microsecond precision, UTC.
-    static func format(_ date: Date) -> String {
-        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded(.down)
-        var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
-        let micros = Int(totalMicros - Double(seconds) * 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(27)
-        func append(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
-                rest %= divisor
-                divisor /= 10
-            }
-        }
-        append(Int(parts.tm_year) + 1900, 4)
-        bytes.append(UInt8(ascii: "-"))
-        append(Int(parts.tm_mon) + 1, 2)
-        bytes.append(UInt8(ascii: "-"))
-        append(Int(parts.tm_mday), 2)
-        bytes.append(UInt8(ascii: "T"))
-        append(Int(parts.tm_hour), 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(Int(parts.tm_min), 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(Int(parts.tm_sec), 2)
-        bytes.append(UInt8(ascii: "."))
-        append(micros, 6)
-        bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// Parses `YYYY-MM-DD HH:MM:SS[.ffffff][+HH[:MM[:SS]]]` (also with a `T` separator); no offset means UTC.
     static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
@@ -186,7 +149,42 @@ enum ByteaText {
     }
 }
 
-/// RFC 3339 timestamps as the API writes them, like GoTrue: `2026-11-22T01:45:51.123456Z` (microseconds, UTC).
+/// The one way a time is written: timestamps of the HTTP API (as GoTrue writes them) and `Date` parameters sent to
+/// PostgreSQL alike.
 public enum RFC3339 {
-    public static func format(_ date: Date) -> String { TimestampText.format(date) }
+    /// `2026-11-22T01:45:51.123456Z`: microsecond precision, UTC.
+    public static func format(_ date: Date) -> String {
+        let totalMicros = (date.timeIntervalSince1970 * 1_000_000).rounded(.down)
+        var seconds = time_t((totalMicros / 1_000_000).rounded(.down))
+        let micros = Int(totalMicros - Double(seconds) * 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        func append(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        append(Int(parts.tm_year) + 1900, 4)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(parts.tm_mon) + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        append(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "T"))
+        append(Int(parts.tm_hour), 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(parts.tm_min), 2)
+        bytes.append(UInt8(ascii: ":"))
+        append(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "."))
+        append(micros, 6)
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }

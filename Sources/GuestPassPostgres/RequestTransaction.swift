@@ -42,20 +42,24 @@ extension PostgresConnection {
         return Array(results.dropFirst(2).dropLast())
     }
 
-    /// The framing statement that sets the caller's identity, and in `.transaction` pool mode the session settings
-    /// too (PgBouncer may hand the next transaction another server session, so each one carries its own).
+    /// The framing statement that sets the caller's identity (`$1`–`$3`), and in `.transaction` pool mode the session
+    /// settings too (PgBouncer may hand the next transaction another server session, so each one carries its own).
     private func identityStatement(_ identity: RequestIdentity) -> PostgresStatement {
-        let identitySQL =
-            "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)"
         let parameters: [any PostgresEncodable] = [identity.role.rawValue, identity.claimsJSON, identity.clientAddress]
-        guard !self.transactionSettings.isEmpty else { return PostgresStatement(identitySQL, parameters, reusesPlan: true) }
-        var sql = identitySQL
-        var values = parameters
-        for setting in self.transactionSettings {
-            sql += ", set_config($\(values.count + 1), $\(values.count + 2), true)"
+        let frame = self.identityFrame
+        // Only the session mode prepares statements; the settings' values travel as parameters either way.
+        return PostgresStatement(frame.sql, parameters + frame.settings.map { $0 as any PostgresEncodable }, reusesPlan: frame.settings.isEmpty)
+    }
+
+    /// The SQL of `identityStatement` and the parameters after the identity's three: `settings` as name/value pairs.
+    static func identityFrame(settings: [(name: String, value: String)]) -> (sql: String, settings: [String]) {
+        var sql = "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)"
+        var values: [String] = []
+        for setting in settings {
+            sql += ", set_config($\(values.count + 4), $\(values.count + 5), true)"
             values += [setting.name, setting.value]
         }
-        return PostgresStatement(sql, values)
+        return (sql, values)
     }
 
     /// Runs `body` between `BEGIN` and `COMMIT` (several round trips); rolls back if it throws.
