@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 /// bodies are never logged: they carry keys, tokens and device secrets.
 ///
 /// The request id is the client's `X-Request-Id` when it is a sane token (1 to 128 characters of `A-Z a-z 0-9 . _ -`),
-/// else Hummingbird's; it is put on the request's logger (`request_id`, so every line logged while serving the request
+/// else Hummingbird's, as 32 hex digits (`serverRequestID`); it is put on the request's logger (`request_id`, so every line logged while serving the request
 /// carries it) and echoed in the response's `X-Request-Id`.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
@@ -18,7 +18,7 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
-        let requestID = request.headers[Self.requestIDHeader].flatMap(Self.saneRequestID) ?? context.id
+        let requestID = request.headers[Self.requestIDHeader].flatMap(Self.saneRequestID) ?? Self.serverRequestID(context.id)
         var context = context
         context.logger[metadataKey: "request_id"] = .string(requestID)
         var status = "error"
@@ -44,6 +44,13 @@ struct RequestLogMiddleware: RouterMiddleware {
             status = "\(error.status.code)"
             throw error
         }
+    }
+
+    /// Hummingbird's request id as 32 lowercase hex digits. Hummingbird writes its 128 bits as the process's random high
+    /// half without leading zeros, then the low half with them, so one process in 16 would hand out 31-digit ids (or
+    /// shorter); the zeros it left out go back in front, which gives the same number at a fixed width.
+    static func serverRequestID(_ hummingbirdID: String) -> String {
+        hummingbirdID.utf8.count >= 32 ? hummingbirdID : String(repeating: "0", count: 32 - hummingbirdID.utf8.count) + hummingbirdID
     }
 
     static func saneRequestID(_ value: String) -> String? {
