@@ -1209,6 +1209,27 @@ $$;
 COMMENT ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) IS 'GuestPass internal: the caller''s user (claim sub, auth.uid()) and app (claim app_id, auth.app_id()); raises 42501 ''no user or app in the request claims'' unless both are present. Does not check that they exist.';
 
 --
+-- Name: session_is_live(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.session_is_live(p_user uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+    select exists (
+        select 1
+        from guestpass.sessions as s
+        where s.id = auth.claim_uuid('session_id') and s.user_id = p_user and s.revoked_at is null
+    )
+$$;
+
+--
+-- Name: FUNCTION session_is_live(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.session_is_live(p_user uuid) IS 'GuestPass internal: whether the request''s session (claim session_id) is a session of p_user that has not ended (signed out, or its device revoked). The one check behind every signed-in call that must refuse an access token outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active).';
+
+--
 -- Name: set_updated_at(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1544,10 +1565,7 @@ begin
     if p_kind = 'transfer' and (p_ttl_seconds is null or p_ttl_seconds not between 60 and 86400) then
         raise exception using errcode = '22023', message = 'a transfer code lives 60 to 86400 seconds';
     end if;
-    if not exists (
-        select 1 from guestpass.sessions as s
-        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.revoked_at is null
-    ) then
+    if not guestpass.session_is_live(v_user) then
         raise exception using errcode = '42501', message = 'the session has ended';
     end if;
     if p_kind = 'recovery' then
@@ -1577,14 +1595,7 @@ CREATE FUNCTION guestpass_server.current_user_profile() RETURNS TABLE(user_id uu
     SET search_path TO ''
     AS $$
     select u.id, u.email, u.is_anonymous, u.user_metadata, u.app_metadata, u.created_at, u.updated_at,
-           exists (
-               select 1
-               from guestpass.sessions as s
-               where s.id = auth.claim_uuid('session_id')
-                 and s.user_id = u.id
-                 and s.app_id = u.app_id
-                 and s.revoked_at is null
-           ),
+           guestpass.session_is_live(u.id),
            guestpass.user_identities(u.id)
     from public.users as u
     where u.id = auth.uid() and u.app_id = auth.app_id()
@@ -1611,10 +1622,7 @@ declare
 begin
     select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for update;
-    if not found or not exists (
-        select 1 from guestpass.sessions as s
-        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.revoked_at is null
-    ) then
+    if not found or not guestpass.session_is_live(v_user) then
         raise exception using errcode = '42501', message = 'the session has ended';
     end if;
 
@@ -2548,10 +2556,7 @@ declare
 begin
     select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
     -- A signed-out session changes nothing (no row: the server answers session_not_found).
-    if not exists (
-        select 1 from guestpass.sessions as s
-        where s.id = auth.claim_uuid('session_id') and s.user_id = v_user and s.app_id = v_app and s.revoked_at is null
-    ) then
+    if not guestpass.session_is_live(v_user) then
         return;
     end if;
     if p_data is null or jsonb_typeof(p_data) <> 'object' then
@@ -4616,6 +4621,12 @@ REVOKE ALL ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) F
 --
 
 REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION session_is_live(p_user uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.session_is_live(p_user uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION shard_capacity(p_capacity integer, p_shards integer, p_shard integer); Type: ACL; Schema: guestpass; Owner: -

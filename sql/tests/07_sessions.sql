@@ -4,7 +4,7 @@
 -- HMAC-derived tokens. Fixtures: apps X and Y; in X, guest G (device D, sessions 5a1…5a5) and guest H (device H,
 -- sessions 5b1, 5b2).
 begin;
-select plan(52);
+select plan(57);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -219,6 +219,20 @@ select throws_ok($$select guestpass_server.sign_out('all')$$, '22023', 'scope mu
                  'an unknown scope is refused');
 select throws_ok('select guestpass_server.sign_out(null)', '22023', 'scope must be local, global or others',
                  'a null scope is refused');
+select throws_ok(format('select guestpass.session_is_live(%L)', :'g_user'), '42501', null,
+                 'authenticated cannot call guestpass.session_is_live (0040) directly');
+-- The one live-session check (0040), as its SECURITY DEFINER callers run it: the claims stay, the role is the owner's.
+reset role;
+select is(guestpass.session_is_live(:'g_user'), true, 'session_is_live: the claims'' session 5a3 is a live session of G');
+select is(
+    guestpass.session_is_live('00000000-0000-4000-8000-00000000000b'), false,
+    'session_is_live: the claims'' session is not a session of another user'
+);
+select from set_config('request.jwt.claims', '{"session_id":"00000000-0000-4000-8000-0000000005a2"}', true);
+select is(guestpass.session_is_live(:'g_user'), false, 'session_is_live: a signed-out session (5a2) is not live');
+select from set_config('request.jwt.claims', '{}', true);
+select is(guestpass.session_is_live(:'g_user'), false, 'session_is_live: no session claim, no live session');
+select from pg_temp.as_user(:'g_user', p_device => :'g_device', p_session => '00000000-0000-4000-8000-0000000005a3');
 select is(guestpass_server.sign_out('local'), 1, 'sign-out local revokes the current session');
 select is(
     (select session_active from guestpass_server.current_user_profile()), false, 'the session is no longer active'
