@@ -31,7 +31,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private let preparedStatementLimit: Int
     /// The statement that opens each request transaction by setting the caller's identity (and, in `.transaction`
     /// pool mode, the session's settings), with the settings' names and values: built once per connection.
-    let identityFrame: (sql: String, settings: [String])
+    let identityFrame: (sql: String, settings: [any PostgresEncodable])
 
     /// Connects (blocking) to the server described by `configuration`.
     public init(configuration: PostgresConfiguration) throws {

@@ -44,17 +44,18 @@ extension PostgresConnection {
 
     /// The framing statement that sets the caller's identity (`$1`–`$3`), and in `.transaction` pool mode the session
     /// settings too (PgBouncer may hand the next transaction another server session, so each one carries its own).
+    /// It asks to reuse its plan; the connection prepares nothing in `.transaction` mode, so only the session mode does.
     private func identityStatement(_ identity: RequestIdentity) -> PostgresStatement {
-        let parameters: [any PostgresEncodable] = [identity.role.rawValue, identity.claimsJSON, identity.clientAddress]
         let frame = self.identityFrame
-        // Only the session mode prepares statements; the settings' values travel as parameters either way.
-        return PostgresStatement(frame.sql, parameters + frame.settings.map { $0 as any PostgresEncodable }, reusesPlan: frame.settings.isEmpty)
+        return PostgresStatement(
+            frame.sql, [identity.role.rawValue, identity.claimsJSON, identity.clientAddress] + frame.settings, reusesPlan: true
+        )
     }
 
     /// The SQL of `identityStatement` and the parameters after the identity's three: `settings` as name/value pairs.
-    static func identityFrame(settings: [(name: String, value: String)]) -> (sql: String, settings: [String]) {
+    static func identityFrame(settings: [(name: String, value: String)]) -> (sql: String, settings: [any PostgresEncodable]) {
         var sql = "SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('request.client_ip', $3, true)"
-        var values: [String] = []
+        var values: [any PostgresEncodable] = []
         for setting in settings {
             sql += ", set_config($\(values.count + 4), $\(values.count + 5), true)"
             values += [setting.name, setting.value]
