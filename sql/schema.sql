@@ -636,10 +636,9 @@ CREATE FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_
     SET search_path TO ''
     AS $$
 declare
-    v_now timestamptz;
+    v_new_user uuid := gen_random_uuid();
     v_user uuid;
     v_device uuid;
-    v_revoked boolean;
 begin
     if p_app is null then
         raise exception using errcode = '22023', message = 'an app is required';
@@ -648,34 +647,33 @@ begin
     if p_user_metadata is not null and jsonb_typeof(p_user_metadata) <> 'object' then
         raise exception using errcode = '22023', message = 'user metadata must be a JSON object';
     end if;
-    v_now := guestpass.clock();
 
-    -- One holder per (app, device) at a time, until commit: the loser of a race waits here, then finds the row.
+    -- One holder per (app, device) at a time, until commit, shared with redeem_account_code: the loser of a race
+    -- waits here, then finds the row.
     perform pg_advisory_xact_lock(hashtextextended('guestpass.device:' || p_app::text || ':' || p_secret_hash, 0));
 
-    update public.devices as d
-    set last_seen_at = v_now
-    where d.app_id = p_app and d.secret_hash = p_secret_hash
-    returning d.id, d.user_id, d.revoked_at is not null into v_device, v_user, v_revoked;
+    -- A known device is touched and keeps its user; a new one gets a new guest, inserted in the same statement
+    -- (the foreign keys are checked at its end). A revoked device matches no row.
+    with device as (
+        insert into public.devices as d (app_id, user_id, secret_hash)
+        values (p_app, v_new_user, p_secret_hash)
+        on conflict (app_id, secret_hash) do update
+        set last_seen_at = guestpass.clock()
+        where d.revoked_at is null
+        returning d.id, d.user_id
+    ), new_user as (
+        insert into public.users (id, app_id, is_anonymous, user_metadata)
+        select v_new_user, p_app, true, coalesce(p_user_metadata, '{}'::jsonb)
+        from device
+        where device.user_id = v_new_user
+    )
+    select device.user_id, device.id into v_user, v_device from device;
 
-    if found then
-        if v_revoked then
-            -- A revoked device's secret signs in no more (not even as a new guest).
-            raise exception using errcode = 'PT401', message = 'device revoked';
-        end if;
-        return query select v_user, v_device, false;
-        return;
+    if v_device is null then
+        -- A revoked device's secret signs in no more (not even as a new guest).
+        raise exception using errcode = 'PT401', message = 'device revoked';
     end if;
-
-    insert into public.users (app_id, is_anonymous, user_metadata)
-    values (p_app, true, coalesce(p_user_metadata, '{}'::jsonb))
-    returning id into v_user;
-
-    insert into public.devices (app_id, user_id, secret_hash)
-    values (p_app, v_user, p_secret_hash)
-    returning id into v_device;
-
-    return query select v_user, v_device, true;
+    return query select v_user, v_device, v_user = v_new_user;
 end
 $$;
 
@@ -683,7 +681,7 @@ $$;
 -- Name: FUNCTION ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at; or creates a guest (user_metadata p_user_metadata) and the device, created = true. A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent calls for one device serialise on an advisory lock, so one user is ever created per device.';
+COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at (guestpass.clock()); or creates a guest (user_metadata p_user_metadata) and the device, created = true, in one statement (INSERT … ON CONFLICT on devices (app_id, secret_hash)). A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent calls for one device serialise on an advisory lock (shared with redeem_account_code), so one user is ever created per device.';
 
 --
 -- Name: grant_credits_admin(uuid, integer, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1171,19 +1169,19 @@ COMMENT ON FUNCTION guestpass.require_caller(p_user_id uuid) IS 'GuestPass inter
 CREATE FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO ''
-    AS $_$
+    AS $$
 begin
-    if p_value is null or p_value !~ '^[0-9a-f]{64}$' then
+    if p_value is null or octet_length(p_value) <> 64 or p_value ~ '[^0-9a-f]' then
         raise exception using errcode = '22023', message = format('%s must be a lowercase hex SHA-256', p_name);
     end if;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION require_hex_sha256(p_value text, p_name text); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) IS 'GuestPass internal: raises 22023 ''<p_name> must be a lowercase hex SHA-256'' unless p_value is 64 lowercase hex digits (null included: a caller whose argument is optional checks for null first).';
+COMMENT ON FUNCTION guestpass.require_hex_sha256(p_value text, p_name text) IS 'GuestPass internal: raises 22023 ''<p_name> must be a lowercase hex SHA-256'' unless p_value is 64 lowercase hex digits (null included: a caller whose argument is optional checks for null first). Tested as octet_length = 64 and no character outside [0-9a-f], the cheap form of ^[0-9a-f]{64}$ (0041).';
 
 --
 -- Name: require_user_and_app(); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1423,19 +1421,13 @@ CREATE FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) 
     LANGUAGE plpgsql
     SET search_path TO ''
     AS $$
-declare
-    v_ip_burst integer := coalesce(nullif(current_setting('guestpass.signup_ip_burst', true), '')::integer, 30);
-    v_ip_per_hour double precision :=
-        coalesce(nullif(current_setting('guestpass.signup_ip_rate_per_hour', true), '')::double precision, 30);
-    v_app_burst integer := coalesce(nullif(current_setting('guestpass.signup_app_burst', true), '')::integer, 1000);
-    v_app_per_hour double precision :=
-        coalesce(nullif(current_setting('guestpass.signup_app_rate_per_hour', true), '')::double precision, 10000);
 begin
-    perform guestpass.enforce_rate_limit(
-        'signup:ip:' || guestpass.client_address_key(p_client_address), v_ip_burst, v_ip_per_hour / 3600
-    );
-    perform guestpass.raise_rate_limited(
-        guestpass.sharded_rate_limit('signup:app:' || p_app::text, v_app_burst, v_app_per_hour / 3600, true)
+    perform guestpass.take_signup_tokens(
+        p_app, p_client_address,
+        coalesce(nullif(current_setting('guestpass.signup_ip_burst', true), '')::integer, 30),
+        coalesce(nullif(current_setting('guestpass.signup_ip_rate_per_hour', true), '')::double precision, 30) / 3600,
+        coalesce(nullif(current_setting('guestpass.signup_app_burst', true), '')::integer, 1000),
+        coalesce(nullif(current_setting('guestpass.signup_app_rate_per_hour', true), '')::double precision, 10000) / 3600
     );
 end
 $$;
@@ -1444,7 +1436,74 @@ $$;
 -- Name: FUNCTION take_signup_limits(p_app uuid, p_client_address text); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) IS 'GuestPass internal: takes one token from the sign-up buckets of client p_client_address (signup:ip:<client_address_key>) and of app p_app (the sharded bucket signup:app:<app>, guestpass.sharded_rate_limit), or raises PT429 with the seconds to wait. Capacity and hourly rate come from the session settings guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to 30, 30, 1000 and 10000.';
+COMMENT ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) IS 'GuestPass internal: takes one token from the sign-up buckets of client p_client_address (signup:ip:<client_address_key>) and of app p_app (the sharded bucket signup:app:<app>), or raises PT429 with the seconds to wait: guestpass.take_signup_tokens with capacity and hourly rate from the session settings guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to 30, 30, 1000 and 10000.';
+
+--
+-- Name: take_signup_tokens(uuid, text, integer, double precision, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    v_now timestamptz := guestpass.clock();
+    v_ip_bucket text;
+    v_app_shards integer;
+    v_app_shard integer;
+    v_app_shard_capacity integer;
+    v_app_shard_refill double precision;
+begin
+    if p_ip_capacity is not null then
+        perform guestpass.check_rate_limit_arguments('signup:ip', p_ip_capacity, p_ip_refill_per_second);
+    end if;
+    if p_app_capacity is not null then
+        perform guestpass.check_rate_limit_arguments('signup:app', p_app_capacity, p_app_refill_per_second);
+    end if;
+
+    -- The client's bucket first: one upsert that takes a token from a bucket holding one (a missing row is a full
+    -- bucket); a refusal locks the row only until the exception below rolls back.
+    if p_ip_capacity is not null then
+        v_ip_bucket := 'signup:ip:' || guestpass.client_address_key(p_client_address);
+        insert into guestpass.rate_limits as r (bucket, tokens, updated_at)
+        values (v_ip_bucket, p_ip_capacity - 1, v_now)
+        on conflict (bucket) do update
+        set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_ip_capacity, p_ip_refill_per_second) - 1,
+            updated_at = greatest(v_now, r.updated_at)
+        where guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_ip_capacity, p_ip_refill_per_second) >= 1;
+        if not found then
+            perform guestpass.raise_rate_limited(
+                greatest(guestpass.peek_rate_limit(v_ip_bucket, p_ip_capacity, p_ip_refill_per_second), 0.001)
+            );
+        end if;
+    end if;
+    -- The app's sharded bucket (guestpass.sharded_rate_limit): one random shard by an UPDATE that locks nothing when
+    -- it takes nothing; an empty or missing shard goes the exact way, which takes from another shard or refuses.
+    if p_app_capacity is not null then
+        v_app_shards := guestpass.shard_count(p_app_capacity);
+        v_app_shard := floor(random() * v_app_shards)::integer;
+        v_app_shard_capacity := guestpass.shard_capacity(p_app_capacity, v_app_shards, v_app_shard);
+        v_app_shard_refill := p_app_refill_per_second / v_app_shards;
+        update guestpass.rate_limits as r
+        set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, v_app_shard_capacity, v_app_shard_refill) - 1,
+            updated_at = greatest(v_now, r.updated_at)
+        where r.bucket = 'signup:app:' || p_app::text || ':' || v_app_shard
+          and guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, v_app_shard_capacity, v_app_shard_refill) >= 1;
+        if not found
+           and guestpass.take_rate_limit('signup:app:' || p_app::text || ':' || v_app_shard, v_app_shard_capacity,
+                                         v_app_shard_refill) > 0 then
+            perform guestpass.raise_rate_limited(
+                guestpass.sharded_rate_limit('signup:app:' || p_app::text, p_app_capacity, p_app_refill_per_second, true)
+            );
+        end if;
+    end if;
+end
+$$;
+
+--
+-- Name: FUNCTION take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision) IS 'GuestPass internal: takes one token of each sign-up bucket, or raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail and takes none (the caller''s transaction rolls back). The client''s bucket signup:ip:<guestpass.client_address_key(p_client_address)> (capacity p_ip_capacity, refilled at p_ip_refill_per_second) first, by one INSERT … ON CONFLICT DO UPDATE; then one shard of the app''s sharded bucket signup:app:<p_app> (guestpass.sharded_rate_limit: p_app_capacity, p_app_refill_per_second), by one UPDATE of a random shard, or the exact way when it is empty or missing (another shard, or the wait). A null capacity turns that limit off; invalid capacities or rates raise 22023 before any token is taken. The order (client, then app) is the same for every caller, so two sign-ups never lock the two rows in opposite orders. Shared by guestpass_server.sign_up_guest and guestpass.take_signup_limits (create_guest_user). Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
 -- Name: user_identities(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2370,17 +2429,12 @@ CREATE FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device json
     AS $$
 declare
     v_app uuid := guestpass.require_app();
-    v_now timestamptz;
+    v_now timestamptz := guestpass.clock();
+    v_facts boolean := p_device ?| array['model', 'os_version', 'app_version', 'build_number', 'is_simulator'];
     v_key text;
     v_user uuid;
     v_device uuid;
     v_created boolean;
-    v_ip_bucket text;
-    v_app_bucket text;
-    v_app_shards integer;
-    v_app_shard integer;
-    v_app_shard_capacity integer;
-    v_app_shard_refill double precision;
 begin
     if not exists (select 1 from guestpass.apps as a where a.id = v_app) then
         raise exception using errcode = '42501', message = 'unknown app';
@@ -2394,22 +2448,25 @@ begin
     if p_secret_hash is not null then
         perform guestpass.require_hex_sha256(p_secret_hash, 'the device secret hash');
     end if;
-    if p_user_metadata is not null and jsonb_typeof(p_user_metadata) <> 'object' then
+    if jsonb_typeof(p_user_metadata) <> 'object' then
         raise exception using errcode = '22023', message = 'user metadata must be a JSON object';
     end if;
-    if p_device is not null and jsonb_typeof(p_device) <> 'object' then
+    if jsonb_typeof(p_device) <> 'object' then
         raise exception using errcode = '22023', message = 'device facts must be a JSON object';
     end if;
-    foreach v_key in array array['model', 'os_version', 'app_version', 'build_number'] loop
-        if jsonb_typeof(p_device -> v_key) not in ('string', 'null') then
-            raise exception using errcode = '22023', message = format('device.%s must be a string', v_key);
+    if v_facts then
+        foreach v_key in array array['model', 'os_version', 'app_version', 'build_number'] loop
+            if jsonb_typeof(p_device -> v_key) not in ('string', 'null') then
+                raise exception using errcode = '22023', message = format('device.%s must be a string', v_key);
+            end if;
+            if char_length(p_device ->> v_key) > 255 then
+                raise exception using errcode = '22023',
+                    message = format('device.%s is longer than 255 characters', v_key);
+            end if;
+        end loop;
+        if jsonb_typeof(p_device -> 'is_simulator') not in ('boolean', 'null') then
+            raise exception using errcode = '22023', message = 'device.is_simulator must be a boolean';
         end if;
-        if char_length(p_device ->> v_key) > 255 then
-            raise exception using errcode = '22023', message = format('device.%s is longer than 255 characters', v_key);
-        end if;
-    end loop;
-    if jsonb_typeof(p_device -> 'is_simulator') not in ('boolean', 'null') then
-        raise exception using errcode = '22023', message = 'device.is_simulator must be a boolean';
     end if;
     if p_ip_capacity is not null and (p_client_ip is null or p_client_ip = '') then
         raise exception using errcode = '22023', message = 'a client IP is required for the per-IP limit';
@@ -2417,45 +2474,9 @@ begin
     if char_length(p_client_ip) > 255 then
         raise exception using errcode = '22023', message = 'the client IP is longer than 255 characters';
     end if;
-    v_now := guestpass.clock();
-
-    -- Rate limits (a null capacity turns one off): the IP's bucket, and one random shard of the app's sharded bucket
-    -- (guestpass.sharded_rate_limit). Both are read now, in one statement, so that an empty one refuses before any
-    -- write; they are taken at the very end, so that their rows stay locked for the commit only.
-    if p_ip_capacity is not null then
-        perform guestpass.check_rate_limit_arguments('signup:ip', p_ip_capacity, p_ip_refill_per_second);
-        v_ip_bucket := 'signup:ip:' || guestpass.client_address_key(p_client_ip);
-    end if;
-    if p_app_capacity is not null then
-        perform guestpass.check_rate_limit_arguments('signup:app', p_app_capacity, p_app_refill_per_second);
-        v_app_shards := guestpass.shard_count(p_app_capacity);
-        v_app_shard := floor(random() * v_app_shards)::integer;
-        v_app_bucket := 'signup:app:' || v_app::text || ':' || v_app_shard;
-        v_app_shard_capacity := guestpass.shard_capacity(p_app_capacity, v_app_shards, v_app_shard);
-        v_app_shard_refill := p_app_refill_per_second / v_app_shards;
-    end if;
-    if exists (
-        select 1
-        from guestpass.rate_limits as r
-        where r.bucket in (v_ip_bucket, v_app_bucket)
-          and guestpass.bucket_tokens(
-                  r.tokens, r.updated_at, v_now,
-                  case when r.bucket = v_ip_bucket then p_ip_capacity else v_app_shard_capacity end,
-                  case when r.bucket = v_ip_bucket then p_ip_refill_per_second else v_app_shard_refill end
-              ) < 1
-    ) then
-        -- The exact way: refuses with the wait, unless another of the app's shards holds a token.
-        if v_ip_bucket is not null then
-            perform guestpass.raise_rate_limited(
-                guestpass.peek_rate_limit(v_ip_bucket, p_ip_capacity, p_ip_refill_per_second)
-            );
-        end if;
-        if v_app_bucket is not null then
-            perform guestpass.raise_rate_limited(
-                guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, false)
-            );
-        end if;
-    end if;
+    perform guestpass.take_signup_tokens(
+        v_app, p_client_ip, p_ip_capacity, p_ip_refill_per_second, p_app_capacity, p_app_refill_per_second
+    );
 
     -- The user, with or without a device.
     if p_secret_hash is null then
@@ -2469,7 +2490,7 @@ begin
         from guestpass.ensure_guest_device(v_app, p_secret_hash, p_user_metadata) as e;
 
         -- Device facts: only the keys given with a non-null value.
-        if p_device ?| array['model', 'os_version', 'app_version', 'build_number', 'is_simulator'] then
+        if v_facts then
             update public.devices as d
             set model = coalesce(p_device ->> 'model', d.model),
                 os_version = coalesce(p_device ->> 'os_version', d.os_version),
@@ -2481,25 +2502,13 @@ begin
         end if;
     end if;
 
-    insert into guestpass.sessions (id, app_id, user_id, device_id, user_agent, ip)
-    values (p_session_id, v_app, v_user, v_device, left(p_user_agent, 1024), p_client_ip);
+    -- The session and its refresh token 0, in one statement.
+    with session as (
+        insert into guestpass.sessions (id, app_id, user_id, device_id, user_agent, ip)
+        values (p_session_id, v_app, v_user, v_device, left(p_user_agent, 1024), p_client_ip)
+    )
     insert into guestpass.refresh_tokens (session_id, counter, token_hash)
     values (p_session_id, 0, p_refresh_token_hash);
-
-    -- The tokens, the IP's first (guestpass.take_rate_limit: a refused take locks nothing). A bucket emptied since the
-    -- read refuses with the wait, rolling back every write above; the app's chosen shard emptied goes the exact way,
-    -- which takes from another shard or refuses.
-    if v_ip_bucket is not null then
-        perform guestpass.raise_rate_limited(
-            guestpass.take_rate_limit(v_ip_bucket, p_ip_capacity, p_ip_refill_per_second)
-        );
-    end if;
-    if v_app_bucket is not null
-       and guestpass.take_rate_limit(v_app_bucket, v_app_shard_capacity, v_app_shard_refill) > 0 then
-        perform guestpass.raise_rate_limited(
-            guestpass.sharded_rate_limit('signup:app:' || v_app::text, p_app_capacity, p_app_refill_per_second, true)
-        );
-    end if;
 
     return query
     select u.id, v_device, p_session_id, u.is_anonymous, u.email, u.user_metadata, u.app_metadata,
@@ -2513,7 +2522,7 @@ $$;
 -- Name: FUNCTION sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), both read in one statement before any write (an empty one found goes through guestpass.peek_rate_limit / sharded_rate_limit) and taken after the writes, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user, creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
+COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), a token of each taken before any write, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user (guestpass.ensure_guest_device), creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
 -- Name: store_apple_refresh_token(text, text, bytea); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -3054,7 +3063,7 @@ CREATE TABLE guestpass.account_codes (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone,
     used_at timestamp with time zone,
-    CONSTRAINT account_codes_code_hash_check CHECK ((code_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT account_codes_code_hash_check CHECK (((octet_length(code_hash) = 64) AND (code_hash !~ '[^0-9a-f]'::text))),
     CONSTRAINT account_codes_kind_check CHECK ((kind = ANY (ARRAY['transfer'::text, 'recovery'::text])))
 );
 
@@ -3078,7 +3087,7 @@ CREATE TABLE guestpass.api_keys (
     key_prefix text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
-    CONSTRAINT api_keys_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT api_keys_key_hash_check CHECK (((octet_length(key_hash) = 64) AND (key_hash !~ '[^0-9a-f]'::text))),
     CONSTRAINT api_keys_kind_check CHECK ((kind = ANY (ARRAY['publishable'::text, 'secret'::text])))
 );
 
@@ -3355,7 +3364,7 @@ CREATE TABLE guestpass.devicecheck_claims (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     lease_taken_at timestamp with time zone,
     CONSTRAINT devicecheck_claims_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'granted'::text, 'refused'::text, 'failed'::text]))),
-    CONSTRAINT devicecheck_claims_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text))
+    CONSTRAINT devicecheck_claims_token_hash_check CHECK (((octet_length(token_hash) = 64) AND (token_hash !~ '[^0-9a-f]'::text)))
 );
 
 ALTER TABLE ONLY guestpass.devicecheck_claims FORCE ROW LEVEL SECURITY;
@@ -3400,7 +3409,7 @@ CREATE TABLE guestpass.devicecheck_tokens (
     user_id uuid,
     claim_id uuid,
     seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT devicecheck_tokens_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text))
+    CONSTRAINT devicecheck_tokens_token_hash_check CHECK (((octet_length(token_hash) = 64) AND (token_hash !~ '[^0-9a-f]'::text)))
 );
 
 ALTER TABLE ONLY guestpass.devicecheck_tokens FORCE ROW LEVEL SECURITY;
@@ -3487,7 +3496,7 @@ CREATE TABLE guestpass.refresh_tokens (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
     CONSTRAINT refresh_tokens_counter_check CHECK ((counter >= 0)),
-    CONSTRAINT refresh_tokens_token_hash_check CHECK ((token_hash ~ '^[0-9a-f]{64}$'::text))
+    CONSTRAINT refresh_tokens_token_hash_check CHECK (((octet_length(token_hash) = 64) AND (token_hash !~ '[^0-9a-f]'::text)))
 );
 
 ALTER TABLE ONLY guestpass.refresh_tokens FORCE ROW LEVEL SECURITY;
@@ -3596,7 +3605,7 @@ CREATE TABLE public.devices (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     revoked_at timestamp with time zone,
-    CONSTRAINT devices_secret_hash_check CHECK ((secret_hash ~ '^[0-9a-f]{64}$'::text))
+    CONSTRAINT devices_secret_hash_check CHECK (((octet_length(secret_hash) = 64) AND (secret_hash !~ '[^0-9a-f]'::text)))
 );
 
 ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
@@ -4663,6 +4672,12 @@ REVOKE ALL ON FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision) FROM PUBLIC;
 
 --
 -- Name: FUNCTION user_identities(p_user uuid); Type: ACL; Schema: guestpass; Owner: -
