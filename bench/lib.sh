@@ -201,7 +201,8 @@ bench_wait_reaped() { # bench_wait_reaped CHILDREN_BEFORE
   sleep 0.2
 }
 
-# ---- pgbench at the bench's concurrency, as the login role, on the bench database; CPU of PostgreSQL counted
+# ---- pgbench at the bench's concurrency, as the login role (or PGBENCH_ROLE), on the bench database; CPU of
+# PostgreSQL counted
 # bench_pgbench LABEL PGBENCH-SCRIPT-ARGS... → PG_TPS PG_TX PG_FAILED PG_LAT and PG_CPU_TICKS; output in $WORK/pgbench-LABEL.out
 bench_pgbench() {
   local label="$1" children t0
@@ -209,7 +210,7 @@ bench_pgbench() {
   children="$(pg_children)"
   t0="$(pg_ticks)"
   gp_log "SQL ($label): pgbench -c$CONNECTIONS -j$THREADS -T$DURATION"
-  timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "$LOGIN_ROLE" \
+  timeout -k 5 $((DURATION + 60)) pgbench -n -h 127.0.0.1 -p "$PGPORT_BENCH" -U "${PGBENCH_ROLE:-$LOGIN_ROLE}" \
     -c "$CONNECTIONS" -j "$THREADS" -T "$DURATION" "$@" "$DB" >"$WORK/pgbench-$label.out" 2>&1 ||
     { cat "$WORK/pgbench-$label.out" >&2; gp_die "pgbench ($label) failed"; }
   sed '/^SQL script [0-9]*:/,$d' "$WORK/pgbench-$label.out" | grep -E '^(tps|latency|number of failed)' >&2 || true

@@ -18,7 +18,9 @@
 # BENCH_KEEP_CLUSTER=1 (keep .pg/bench afterwards), BENCH_PROFILE=1 (perf samples the server during the HTTP run). Exit status 1 when a measurement is invalid
 # (errors or non-200 answers); a ratio below its target (sign_up_guest ≥ 0.40 × the ceiling, HTTP ≥ 0.80 ×
 # sign_up_guest) is reported, not an error. The ceiling: pgbench on the minimal SQL of a guest (bench/ceiling.sql:
-# one INSERT … ON CONFLICT DO NOTHING of app + device hash), framed exactly like ours, same concurrency.
+# one INSERT … ON CONFLICT DO NOTHING of app + device hash), framed exactly like ours, same concurrency. The floor:
+# pgbench on the rows a sign-up writes (both rate-limit buckets, user, device, session, refresh token) as one plain
+# prepared statement run by the owner, same frame: floor/ceiling is what the work itself allows, SQL/floor what our SQL adds.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -65,6 +67,31 @@ fi
 printf '%s\n%s\ncommit;\n' "$FRAME" \
   "select * from guestpass_server.sign_up_guest(encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), null, '{}'::jsonb, $IP_SQL, 1000000, 1000000 / 3600.0, 100000000, 100000000 / 3600.0, null, gen_random_uuid(), encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'));" \
   >"$WORK/sign_up_guest.sql"
+# The floor: the rows sign_up_guest writes (the client's bucket, a shard of the app's, user, device, session, refresh
+# token), written by one plain statement with no function, no check and no rule of ours, run by the owner in the same
+# frame and prepared (as our functions' statements are): what the work itself costs in this schema. The app's 16
+# shards exist first, as they do after any sign-up. (Colons in literals are spelled chr(58): pgbench -M prepared
+# reads :name as a variable.)
+psql_q "$SUPER_URL" -c "insert into guestpass.rate_limits (bucket, tokens, updated_at)
+  select 'signup:app:$APP_ID:' || g, 100000000 / 16, now() from generate_series(0, 15) as g on conflict do nothing" >/dev/null
+printf '%s\n%s\ncommit;\n' "begin;
+select set_config('role', current_user, true), set_config('request.jwt.claims', '{\"role\":\"anon\",\"app_id\":\"$APP_ID\"}', true);" \
+  "with ip as (
+    insert into guestpass.rate_limits as r (bucket, tokens, updated_at) values (replace('signup;ip;', ';', chr(58)) || $IP_SQL, 999999, now())
+    on conflict (bucket) do update set tokens = r.tokens - 1, updated_at = now() where r.tokens >= 1
+), app as (
+    update guestpass.rate_limits as r set tokens = r.tokens - 1, updated_at = now()
+    where r.bucket = (select replace('signup;app;$APP_ID;', ';', chr(58)) || floor(random() * 16)::int) and r.tokens >= 1
+), u as (
+    insert into public.users (app_id) values ('$APP_ID') returning id
+), d as (
+    insert into public.devices (app_id, user_id, secret_hash)
+    select '$APP_ID', u.id, encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex') from u returning id, user_id
+), s as (
+    insert into guestpass.sessions (id, app_id, user_id, device_id, ip) select gen_random_uuid(), '$APP_ID', d.user_id, d.id, '127.0.0.1' from d returning id
+)
+insert into guestpass.refresh_tokens (session_id, counter, token_hash)
+select s.id, 0, encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex') from s;" >"$WORK/floor.sql"
 
 # ---- The measurement: ROUNDS rounds of HTTP (wrk), the ceiling and sign_up_guest (pgbench), ROUND_SECONDS each, so
 # the three see the same machine; totals are summed, the latency percentiles are the worst round's. Then
@@ -77,6 +104,7 @@ fi
 HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0
 P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
 CEIL_TX=0 CEIL_SECONDS=0 CEIL_TICKS=0 SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_FAILED=0
+FLOOR_TX=0 FLOOR_SECONDS=0 FLOOR_TICKS=0
 seconds_plus() { python3 -c "import sys; print(float(sys.argv[1]) + int(sys.argv[2]) / float(sys.argv[3]))" "$@"; }
 bench_profile_start "$SERVER_PID"
 for round in $(seq 1 "$ROUNDS"); do
@@ -101,11 +129,15 @@ for round in $(seq 1 "$ROUNDS"); do
   DURATION="$ROUND_SECONDS" bench_pgbench "sign_up_guest-$round" -f "$WORK/sign_up_guest.sql"
   SQL_TX=$((SQL_TX + PG_TX)) SQL_PG_TICKS=$((SQL_PG_TICKS + PG_CPU_TICKS)) SQL_FAILED=$((SQL_FAILED + ${PG_FAILED:-0}))
   SQL_SECONDS="$(seconds_plus "$SQL_SECONDS" "$PG_TX" "$PG_TPS")"
+  DURATION="$ROUND_SECONDS" PGBENCH_ROLE=postgres bench_pgbench "floor-$round" -M prepared -f "$WORK/floor.sql"
+  FLOOR_TX=$((FLOOR_TX + PG_TX)) FLOOR_TICKS=$((FLOOR_TICKS + PG_CPU_TICKS))
+  FLOOR_SECONDS="$(seconds_plus "$FLOOR_SECONDS" "$PG_TX" "$PG_TPS")"
 done
 bench_profile_stop
 HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
 P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
 CEIL_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$CEIL_TX" "$CEIL_SECONDS")"
+FLOOR_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$FLOOR_TX" "$FLOOR_SECONDS")"
 # create_guest_user takes the sign-up buckets (migration 0014); the HTTP side sends a new client address per request,
 # so the SQL side gets limits that never bind.
 PGOPTIONS="-c guestpass.signup_ip_burst=100000000 -c guestpass.signup_ip_rate_per_hour=100000000000 -c guestpass.signup_app_burst=100000000 -c guestpass.signup_app_rate_per_hour=100000000000" \
@@ -122,10 +154,12 @@ COUNTS="$(psql_q "$SUPER_URL" -Atc "select (select count(*) from public.users) |
 python3 - "$HTTP_REQUESTS" "$HTTP_US" "$HTTP_BAD" "$P50_US" "$P90_US" "$P99_US" "$MAX_US" \
   "$PG_TPS" "${PG_TX:-?}" "${PG_FAILED:-0}" "${PG_LAT:-?}" "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" \
   "$CLIENT_IP" "$(nproc)" "$COUNTS" "$TICKS" "$HTTP_SERVER_TICKS" "$HTTP_PG_TICKS" "$SQL_PG_TICKS" \
-  "$CEIL_TPS" "$CEIL_TX" "$CEIL_TICKS" "$CGU_TPS" "$CGU_TX" "$CGU_TICKS" "$SQL_TARGET" "$ROUNDS" <<'PY' >&2
+  "$CEIL_TPS" "$CEIL_TX" "$CEIL_TICKS" "$CGU_TPS" "$CGU_TX" "$CGU_TICKS" "$SQL_TARGET" "$ROUNDS" \
+  "$FLOOR_TPS" "$FLOOR_TX" "$FLOOR_TICKS" <<'PY' >&2
 import sys
 (req, us, bad, p50, p90, p99, pmax, pg_tps, pg_tx, pg_failed, pg_lat, target, conns, threads, dur, client_ip, cpus,
- counts, ticks, http_srv, http_pg, sql_pg, ceil_tps, ceil_tx, ceil_pg, cgu_tps, cgu_tx, cgu_pg, sql_target, rounds) = sys.argv[1:]
+ counts, ticks, http_srv, http_pg, sql_pg, ceil_tps, ceil_tx, ceil_pg, cgu_tps, cgu_tx, cgu_pg, sql_target, rounds,
+ floor_tps, floor_tx, floor_pg) = sys.argv[1:]
 tick_ms = 1000 / int(ticks)
 per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.3f} ms" if n.isdigit() else "?"
 http_rate = int(req) / (int(us) / 1e6)
@@ -145,7 +179,11 @@ print(f"""
         CPU/tx       postgres {per(cgu_pg, cgu_tx)}
   ceiling pgbench    {float(ceil_tps):10.1f} tx/s    the minimal guest (INSERT … ON CONFLICT, bench/ceiling.sql), same frame, {ceil_tx} tx
         CPU/tx       postgres {per(ceil_pg, ceil_tx)}
+  floor   pgbench    {float(floor_tps):10.1f} tx/s    sign-up's rows by one plain prepared statement as the owner (no function), same frame, {floor_tx} tx
+        CPU/tx       postgres {per(floor_pg, floor_tx)}
   ratio SQL/ceiling  {sql_ratio:10.2f}         sign_up_guest / ceiling, target >= {sql_target}: {verdict(sql_ratio, sql_target)}
+  ratio floor/ceil.  {float(floor_tps) / float(ceil_tps):10.2f}         the work itself / ceiling (no target: what the rows alone allow)
+  ratio SQL/floor    {float(pg_tps) / float(floor_tps):10.2f}         sign_up_guest / the work itself (no target: what our SQL adds)
   ratio HTTP/SQL     {ratio:10.2f}         HTTP / sign_up_guest, target >= {target}: {verdict(ratio, target)}
   database           {counts}
 ====""")
