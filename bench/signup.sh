@@ -33,6 +33,7 @@ ROUNDS="${BENCH_ROUNDS:-2}"
 ROUND_SECONDS=$((DURATION / ROUNDS))
 TARGET=0.80     # HTTP / sign_up_guest
 SQL_TARGET=0.40 # sign_up_guest / the ceiling
+APP_CAPACITY=100000000 # the app's sign-up bucket in the SQL runs: too large to bind, as the server's
 case "$CLIENT_IP" in vary-ip | fixed-ip) ;; *) gp_die "BENCH_CLIENT_IP must be vary-ip or fixed-ip" ;; esac
 
 bench_prepare_tools wrk curl
@@ -65,15 +66,16 @@ else
   IP_SQL="'127.0.0.1'"
 fi
 printf '%s\n%s\ncommit;\n' "$FRAME" \
-  "select * from guestpass_server.sign_up_guest(encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), null, '{}'::jsonb, $IP_SQL, 1000000, 1000000 / 3600.0, 100000000, 100000000 / 3600.0, null, gen_random_uuid(), encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'));" \
+  "select * from guestpass_server.sign_up_guest(encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'), null, '{}'::jsonb, $IP_SQL, 1000000, 1000000 / 3600.0, $APP_CAPACITY, $APP_CAPACITY / 3600.0, null, gen_random_uuid(), encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex'));" \
   >"$WORK/sign_up_guest.sql"
 # The floor: the rows sign_up_guest writes (the client's bucket, a shard of the app's, user, device, session, refresh
 # token), written by one plain statement with no function, no check and no rule of ours, run by the owner in the same
-# frame and prepared (as our functions' statements are): what the work itself costs in this schema. The app's 16
-# shards exist first, as they do after any sign-up. (Colons in literals are spelled chr(58): pgbench -M prepared
+# frame and prepared (as our functions' statements are): what the work itself costs in this schema. The app's
+# shards (guestpass.shard_count) exist first, as they do after any sign-up. (Colons in literals are spelled chr(58): pgbench -M prepared
 # reads :name as a variable.)
 psql_q "$SUPER_URL" -c "insert into guestpass.rate_limits (bucket, tokens, updated_at)
-  select 'signup:app:$APP_ID:' || g, 100000000 / 16, now() from generate_series(0, 15) as g on conflict do nothing" >/dev/null
+  select 'signup:app:$APP_ID:' || g, $APP_CAPACITY / guestpass.shard_count($APP_CAPACITY), now()
+  from generate_series(0, guestpass.shard_count($APP_CAPACITY) - 1) as g on conflict do nothing" >/dev/null
 printf '%s\n%s\ncommit;\n' "begin;
 select set_config('role', current_user, true), set_config('request.jwt.claims', '{\"role\":\"anon\",\"app_id\":\"$APP_ID\"}', true);" \
   "with ip as (
@@ -81,7 +83,7 @@ select set_config('role', current_user, true), set_config('request.jwt.claims', 
     on conflict (bucket) do update set tokens = r.tokens - 1, updated_at = now() where r.tokens >= 1
 ), app as (
     update guestpass.rate_limits as r set tokens = r.tokens - 1, updated_at = now()
-    where r.bucket = (select replace('signup;app;$APP_ID;', ';', chr(58)) || floor(random() * 16)::int) and r.tokens >= 1
+    where r.bucket = (select replace('signup;app;$APP_ID;', ';', chr(58)) || floor(random() * guestpass.shard_count($APP_CAPACITY))::int) and r.tokens >= 1
 ), u as (
     insert into public.users (app_id) values ('$APP_ID') returning id
 ), d as (
@@ -106,6 +108,7 @@ P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
 CEIL_TX=0 CEIL_SECONDS=0 CEIL_TICKS=0 SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_FAILED=0
 FLOOR_TX=0 FLOOR_SECONDS=0 FLOOR_TICKS=0
 seconds_plus() { python3 -c "import sys; print(float(sys.argv[1]) + int(sys.argv[2]) / float(sys.argv[3]))" "$@"; }
+tx_per_second() { python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$@"; }
 bench_profile_start "$SERVER_PID"
 for round in $(seq 1 "$ROUNDS"); do
   gp_log "round $round of $ROUNDS: wrk -t$THREADS -c$CONNECTIONS -d${ROUND_SECONDS}s POST /auth/v1/signup, then pgbench ceiling and sign_up_guest"
@@ -136,14 +139,14 @@ done
 bench_profile_stop
 HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
 P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
-CEIL_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$CEIL_TX" "$CEIL_SECONDS")"
-FLOOR_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$FLOOR_TX" "$FLOOR_SECONDS")"
+CEIL_TPS="$(tx_per_second "$CEIL_TX" "$CEIL_SECONDS")"
+FLOOR_TPS="$(tx_per_second "$FLOOR_TX" "$FLOOR_SECONDS")"
 # create_guest_user takes the sign-up buckets (migration 0014); the HTTP side sends a new client address per request,
 # so the SQL side gets limits that never bind.
 PGOPTIONS="-c guestpass.signup_ip_burst=100000000 -c guestpass.signup_ip_rate_per_hour=100000000000 -c guestpass.signup_app_burst=100000000 -c guestpass.signup_app_rate_per_hour=100000000000" \
   bench_pgbench create_guest_user -f "$WORK/create_guest_user.sql"
 CGU_TPS="$PG_TPS" CGU_TX="$PG_TX" CGU_TICKS="$PG_CPU_TICKS" CGU_FAILED="$PG_FAILED"
-PG_TX="$SQL_TX" PG_FAILED="$SQL_FAILED" PG_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$SQL_TX" "$SQL_SECONDS")"
+PG_TX="$SQL_TX" PG_FAILED="$SQL_FAILED" PG_TPS="$(tx_per_second "$SQL_TX" "$SQL_SECONDS")"
 PG_LAT="$(python3 -c "import sys; print(round(1000 * float(sys.argv[2]) * int(sys.argv[3]) / int(sys.argv[1]), 3))" "$SQL_TX" "$SQL_SECONDS" "$CONNECTIONS")"
 
 # ---- what landed in the database

@@ -1477,7 +1477,8 @@ begin
         end if;
     end if;
     -- The app's sharded bucket (guestpass.sharded_rate_limit): one random shard by an UPDATE that locks nothing when
-    -- it takes nothing; an empty or missing shard goes the exact way, which takes from another shard or refuses.
+    -- it takes nothing; an empty or missing shard goes the exact way (sharded_rate_limit creates a missing shard,
+    -- takes from another one, or refuses).
     if p_app_capacity is not null then
         v_app_shards := guestpass.shard_count(p_app_capacity);
         v_app_shard := floor(random() * v_app_shards)::integer;
@@ -1488,9 +1489,7 @@ begin
             updated_at = greatest(v_now, r.updated_at)
         where r.bucket = 'signup:app:' || p_app::text || ':' || v_app_shard
           and guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, v_app_shard_capacity, v_app_shard_refill) >= 1;
-        if not found
-           and guestpass.take_rate_limit('signup:app:' || p_app::text || ':' || v_app_shard, v_app_shard_capacity,
-                                         v_app_shard_refill) > 0 then
+        if not found then
             perform guestpass.raise_rate_limited(
                 guestpass.sharded_rate_limit('signup:app:' || p_app::text, p_app_capacity, p_app_refill_per_second, true)
             );
