@@ -61,18 +61,20 @@ select is(
 
 select is(
     array(
-        select format('%s %s %s %s', p.oid::regprocedure, p.provolatile, p.prosecdef, p.proconfig)
+        select format('%s %s %s %s %s', p.oid::regprocedure, l.lanname, p.provolatile, p.prosecdef, p.proconfig)
         from pg_catalog.pg_proc as p
+        join pg_catalog.pg_language as l on l.oid = p.prolang
         where p.oid in ('guestpass.require_app()'::regprocedure, 'guestpass.require_user_and_app()'::regprocedure,
                         'guestpass.require_hex_sha256(text, text)'::regprocedure)
         order by 1
     ),
     array[
-        'guestpass.require_app() s f {"search_path=\"\""}',
-        'guestpass.require_hex_sha256(text,text) i f {"search_path=\"\""}',
-        'guestpass.require_user_and_app() s f {"search_path=\"\""}'
+        'guestpass.require_app() sql v f ',
+        'guestpass.require_hex_sha256(text,text) sql v f ',
+        'guestpass.require_user_and_app() plpgsql s f {"search_path=\"\""}'
     ],
-    'the check helpers: plain (invoker) functions with an empty search_path; require_hex_sha256 IMMUTABLE'
+    'the check helpers are plain (invoker) functions: require_app and require_hex_sha256 inlinable SQL (VOLATILE, no '
+    || 'SET clause, 0042), require_user_and_app plpgsql with an empty search_path'
 );
 select is(
     array(

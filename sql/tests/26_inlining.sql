@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(25);
+select plan(33);
 
 -- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
 create function pg_temp.plan_of(p_sql text)
@@ -53,6 +53,45 @@ select doesnt_match(
 select doesnt_match(
     pg_temp.plan_of($$select q.* from public.users as u cross join lateral guestpass.quota_day(u.id, u.timezone, now()) as q$$),
     '(auth|guestpass)\.[a-z_]+\(|Function Scan', 'guestpass.quota_day() is inlined as quota_state joins it (lateral, per user)'
+);
+
+-- The argument checks of sign-up, refresh and the rate limits (0042): inlined, they call their refuser only on the
+-- refusing branch, and a refusal is never folded into the plan (planning an invalid constant raises nothing).
+select doesnt_match(
+    pg_temp.plan_of('select guestpass.require_app()'), 'guestpass\.require_app\(|auth\.',
+    'guestpass.require_app() is inlined (0042)'
+);
+select doesnt_match(
+    pg_temp.plan_of($$select guestpass.require_hex_sha256(x, 'the x') from (values (md5('a'))) as v (x)$$),
+    'guestpass\.require_hex_sha256\(', 'guestpass.require_hex_sha256() is inlined (0042)'
+);
+select doesnt_match(
+    pg_temp.plan_of($$select guestpass.check_rate_limit_arguments(b, c, r) from (values ('b', 1, 1.0::float8)) as v (b, c, r)$$),
+    'guestpass\.check_rate_limit_arguments\(', 'guestpass.check_rate_limit_arguments() is inlined (0042)'
+);
+create temporary table client_addresses (a text);
+select doesnt_match(
+    pg_temp.plan_of('select guestpass.client_address_key(a) from client_addresses'), 'guestpass\.client_address_key\(',
+    'guestpass.client_address_key() is inlined (0042)'
+);
+select matches(
+    pg_temp.plan_of('select guestpass.client_address_key(a) from client_addresses'),
+    'CASE WHEN .* ELSE guestpass\.client_address_key_parsed\(',
+    'a blank address or a dotted quad makes no call; any other text goes to client_address_key_parsed'
+);
+select lives_ok(
+    $$select pg_temp.plan_of($q$select guestpass.require_hex_sha256('not hex', 'the x')$q$)$$,
+    'planning a check of an invalid constant raises nothing (the refusal is not folded into the plan)'
+);
+select throws_ok(
+    $$select guestpass.require_hex_sha256('not hex', 'the x')$$, '22023', 'the x must be a lowercase hex SHA-256',
+    'running it does'
+);
+-- caller_id reads the claims once (a test and a cast: two current_setting calls) for a caller who names no user.
+select is(
+    (select count(*)::int from regexp_matches(pg_temp.plan_of('select guestpass.caller_id(null)'), 'current_setting', 'g')),
+    2,
+    'guestpass.caller_id(null) reads auth.uid() once (0042)'
 );
 
 -- A policy's (select auth.uid()) is the claim read, nothing more: the plan names current_setting, not auth.
