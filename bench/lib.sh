@@ -122,7 +122,9 @@ bench_create_database() {
   [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "guestpass dev up printed no app id"
 }
 
-# ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger;
+# ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger, logging JSON
+# lines at warning as the container does (LOG_FORMAT=json, docker/Dockerfile: the text format's handler re-renders every
+# line's metadata each time a request sets its request id, about 2 % of a consume's server CPU in perf);
 # extra NAME=value arguments go into its environment.
 # shellcheck disable=SC2120
 bench_start_server() {
@@ -134,7 +136,7 @@ bench_start_server() {
     GUESTPASS_SIGNUP_BURST=1000000 GUESTPASS_SIGNUP_RATE_PER_HOUR=1000000 \
     GUESTPASS_APP_SIGNUP_BURST=100000000 GUESTPASS_APP_SIGNUP_RATE_PER_HOUR=100000000 \
     GUESTPASS_METRICS_ADDRESS=127.0.0.1:0 \
-    LOG_LEVEL=warning "$@" "$BIN" serve >>"$WORK/server.log" 2>&1 &
+    LOG_LEVEL=warning LOG_FORMAT=json "$@" "$BIN" serve >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   SERVER_PIDS+=("$SERVER_PID")
   local ready=0
