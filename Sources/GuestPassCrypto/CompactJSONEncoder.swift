@@ -3,15 +3,18 @@ import Foundation
 /// Encodes `Encodable` values as compact JSON bytes, for the hot paths (token claims, session responses) where
 /// Foundation's `JSONEncoder` cost a tenth of the server's CPU per request.
 ///
-/// Output: object members sorted by the UTF-8 bytes of their keys (deterministic, whatever a dictionary's order),
-/// no whitespace, `/` not escaped, `"` `\` and control characters escaped (`\n`, `\r`, `\t`, `\b`, `\f`, else
-/// `\u00XX`), other characters as UTF-8. Numbers: integers as integers, floating-point values as Swift prints them
-/// (`1.5`, `1e+20`), a whole one without `.0`; non-finite ones throw `EncodingError.invalidValue`, as `JSONEncoder`
-/// does. `Date` is seconds since 1970 (the JWT NumericDate), `Data` base64, `URL` its absolute string. Optional
-/// members that are nil are omitted (`encodeIfPresent`), as with `JSONEncoder`.
+/// Output: object members sorted by the UTF-8 bytes of their keys (deterministic, whatever a dictionary's order), a key
+/// encoded twice in one container appearing once with its last value (as with `JSONEncoder`), no whitespace, `/` not
+/// escaped, `"` `\` and control characters escaped (`\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX`), other characters as
+/// UTF-8. Numbers: integers as integers, floating-point values as Swift prints them (`1.5`, `1e+20`), a whole one
+/// without `.0`; non-finite ones throw `EncodingError.invalidValue`, as `JSONEncoder` does. `Date` is seconds since
+/// 1970 (the JWT NumericDate), `Data` base64, `URL` its absolute string. Optional members that are nil are omitted
+/// (`encodeIfPresent`), as with `JSONEncoder`.
 ///
-/// Design: one pass over the value builds a small tree of `JSONNode`s (a container is only known to be finished
-/// when the value's `encode(to:)` returns), then one pass writes the bytes.
+/// Design: one pass over the value builds a small tree, then one pass writes the bytes (a container is only known to be
+/// finished when the value's `encode(to:)` returns). Only containers are nodes of the tree: every scalar is written
+/// once, when it is encoded, into one byte buffer shared by the whole encoding, and its container keeps the range. A
+/// coding path is built only for an error's message, from the nodes' parents.
 public struct CompactJSONEncoder: Sendable {
     public init() {}
 
@@ -19,275 +22,267 @@ public struct CompactJSONEncoder: Sendable {
     ///
     /// - Throws: `EncodingError.invalidValue` for a non-finite number or a value that encodes nothing.
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let root = try JSONNode.encoding(value, codingPath: [])
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
-        try root.write(into: &bytes, codingPath: [])
-        return bytes
+        try Self.encoding(value).bytes
+    }
+
+    /// The JSON text of `value` when it is an object in which no value sits inside more than `maximumDepth` containers
+    /// (the object's own members sit inside 1); nil for anything else. With `StrictJSON.maximumDepth` this is exactly
+    /// what `StrictJSON.isObject` accepts, checked without parsing the text again: the encoder writes no duplicate
+    /// key, no unescaped control character and no lone surrogate.
+    ///
+    /// - Throws: as `encode(_:)`.
+    public func encodeObject<T: Encodable>(_ value: T, maximumDepth: Int) throws -> [UInt8]? {
+        let (bytes, isObject, depth) = try Self.encoding(value)
+        return isObject && depth <= maximumDepth ? bytes : nil
+    }
+
+    /// The bytes, whether the top-level value is an object, and the most containers any value sits inside.
+    private static func encoding<T: Encodable>(_ value: T) throws -> (bytes: [UInt8], isObject: Bool, depth: Int) {
+        let root = JSONNode(arena: JSONArena(), parent: nil, key: nil)
+        try JSONNode.encode(value, into: root)
+        var writer = JSONWriter(arena: root.arena)
+        try writer.write(root, depth: 0)
+        if case .object = root.kind { return (writer.bytes, true, writer.deepest) }
+        return (writer.bytes, false, writer.deepest)
     }
 }
 
-/// One value of the tree `CompactJSONEncoder` builds.
-final class JSONNode {
-    enum Content {
-        case empty
-        case scalar([UInt8])
-        case object([(key: String, node: JSONNode)])
-        case array([JSONNode])
+// MARK: - The tree
+
+/// The bytes of every scalar of one encoding, appended as each is encoded; containers keep ranges into it.
+final class JSONArena {
+    var bytes: [UInt8] = []
+
+    init() {
+        self.bytes.reserveCapacity(512)
     }
 
-    var content: Content = .empty
-
-    static func encoding<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> JSONNode {
-        let node = JSONNode()
-        // Comparing metadata is cheap; a dynamic cast (`as? Date`) on every value is not.
-        if T.self == Date.self, let date = value as? Date {
-            node.content = .scalar(try Self.number(date.timeIntervalSince1970, codingPath))
-        } else if T.self == Data.self, let data = value as? Data {
-            node.content = .scalar(Self.string(data.base64EncodedString()))
-        } else if T.self == URL.self, let url = value as? URL {
-            node.content = .scalar(Self.string(url.absoluteString))
-        } else {
-            try value.encode(to: NodeEncoder(node: node, codingPath: codingPath))
-        }
-        return node
+    func literal(_ text: StaticString) -> Range<Int> {
+        let start = self.bytes.count
+        text.withUTF8Buffer { self.bytes.append(contentsOf: $0) }
+        return start..<self.bytes.count
     }
 
-    func write(into bytes: inout [UInt8], codingPath: [any CodingKey]) throws {
-        switch self.content {
-        case .empty:
-            throw EncodingError.invalidValue(
-                self, .init(codingPath: codingPath, debugDescription: "the value encoded nothing")
-            )
-        case .scalar(let text):
-            bytes.append(contentsOf: text)
-        case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            for (index, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                Self.appendString(member.key, to: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                try member.node.write(into: &bytes, codingPath: codingPath)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                try element.write(into: &bytes, codingPath: codingPath)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        }
+    func integer(_ value: some BinaryInteger & CustomStringConvertible) -> Range<Int> {
+        let start = self.bytes.count
+        self.bytes.append(contentsOf: value.description.utf8)
+        return start..<self.bytes.count
     }
 
-    // MARK: Scalars
-
-    static func string(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count + 2)
-        self.appendString(text, to: &bytes)
-        return bytes
+    func string(_ text: String) -> Range<Int> {
+        let start = self.bytes.count
+        JSONWriter.appendString(text, to: &self.bytes)
+        return start..<self.bytes.count
     }
 
-    static func appendString(_ text: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        let utf8 = text.utf8
-        // Most strings need no escape: copy them whole.
-        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            bytes.append(contentsOf: utf8)
-            bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0x00..<0x20:
-                let hex = Array("0123456789ABCDEF".utf8)
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
-    static func number<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, _ codingPath: [any CodingKey]) throws -> [UInt8] {
+    func number<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, at path: @autoclosure () -> [any CodingKey]) throws
+        -> Range<Int>
+    {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: codingPath, debugDescription: "\(value) is not valid in JSON"))
+            throw EncodingError.invalidValue(value, .init(codingPath: path(), debugDescription: "\(value) is not valid in JSON"))
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
-        return Array(text.utf8)
+        let start = self.bytes.count
+        self.bytes.append(contentsOf: text.utf8)
+        return start..<self.bytes.count
     }
 }
 
-// MARK: - The Encoder
+/// A member or element: a scalar's bytes in the arena, or a node.
+enum JSONSlot {
+    case scalar(Range<Int>)
+    case node(JSONNode)
+}
 
-private struct NodeEncoder: Encoder {
-    let node: JSONNode
-    let codingPath: [any CodingKey]
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if case .object = self.node.content {} else { self.node.content = .object([]) }
-        return KeyedEncodingContainer(KeyedNodeContainer<Key>(node: self.node, codingPath: self.codingPath))
+/// A container of the tree, or a value whose kind is not known until its `encode(to:)` has run.
+final class JSONNode {
+    enum Kind {
+        case empty
+        case scalar(Range<Int>)
+        case object
+        case array
     }
 
-    func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = self.node.content {} else { self.node.content = .array([]) }
-        return UnkeyedNodeContainer(node: self.node, codingPath: self.codingPath)
+    let arena: JSONArena
+    /// The container holding this value (nil at the top), for coding paths; it outlives this node while encoding.
+    unowned(unsafe) let parent: JSONNode?
+    let key: JSONPathKey?
+    var kind: Kind = .empty
+    var members: [(key: String, slot: JSONSlot)] = []
+    var elements: [JSONSlot] = []
+
+    init(arena: JSONArena, parent: JSONNode?, key: JSONPathKey?) {
+        self.arena = arena
+        self.parent = parent
+        self.key = key
     }
 
-    func singleValueContainer() -> any SingleValueEncodingContainer {
-        SingleNodeContainer(node: self.node, codingPath: self.codingPath)
+    /// Where this value is, from the top (errors only).
+    var codingPath: [any CodingKey] {
+        var path: [any CodingKey] = []
+        var node: JSONNode? = self
+        while let current = node, let key = current.key {
+            path.append(key)
+            node = current.parent
+        }
+        return path.reversed()
+    }
+
+    static func encode<T: Encodable>(_ value: T, into node: JSONNode) throws {
+        // Comparing metadata is cheap; a dynamic cast (`as? Date`) on every value is not.
+        if T.self == Date.self, let date = value as? Date {
+            node.kind = .scalar(try node.arena.number(date.timeIntervalSince1970, at: node.codingPath))
+        } else if T.self == Data.self, let data = value as? Data {
+            node.kind = .scalar(node.arena.string(data.base64EncodedString()))
+        } else if T.self == URL.self, let url = value as? URL {
+            node.kind = .scalar(node.arena.string(url.absoluteString))
+        } else {
+            try value.encode(to: NodeEncoder(node: node))
+        }
+    }
+
+    /// `value` encoded as a child of this node; a scalar keeps no node.
+    func child<T: Encodable>(_ value: T, key: JSONPathKey) throws -> JSONSlot {
+        let node = JSONNode(arena: self.arena, parent: self, key: key)
+        try Self.encode(value, into: node)
+        if case .scalar(let range) = node.kind { return .scalar(range) }
+        return .node(node)
+    }
+
+    /// An empty child container, filled later through the container returned for it.
+    func childNode(key: JSONPathKey) -> JSONNode {
+        JSONNode(arena: self.arena, parent: self, key: key)
+    }
+
+    /// The members in output order: sorted by key bytes, a key given twice only with its last value.
+    func sortedMembers() -> [(key: String, slot: JSONSlot)] {
+        let members = self.members
+        var ascending = true
+        for index in members.indices.dropFirst() where !members[index - 1].key.utf8.lexicographicallyPrecedes(members[index].key.utf8) {
+            ascending = false
+            break
+        }
+        if ascending { return members }
+        let order = members.indices.sorted { left, right in
+            let leftKey = members[left].key.utf8
+            let rightKey = members[right].key.utf8
+            return leftKey.elementsEqual(rightKey) ? left < right : leftKey.lexicographicallyPrecedes(rightKey)
+        }
+        var sorted: [(key: String, slot: JSONSlot)] = []
+        sorted.reserveCapacity(order.count)
+        for (position, index) in order.enumerated() {
+            let isOverwritten = position + 1 < order.count && members[order[position + 1]].key.utf8.elementsEqual(members[index].key.utf8)
+            if !isOverwritten { sorted.append(members[index]) }
+        }
+        return sorted
     }
 }
 
-private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let node: JSONNode
-    let codingPath: [any CodingKey]
+/// A key of a coding path.
+struct JSONPathKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
 
-    private func add(_ key: Key, _ child: JSONNode) {
-        guard case .object(var members) = self.node.content else { return }
-        self.node.content = .empty  // keeps `members` uniquely referenced while it grows
-        members.append((key.stringValue, child))
-        self.node.content = .object(members)
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
     }
 
-    private func add(_ key: Key, scalar: [UInt8]) {
-        let child = JSONNode()
-        child.content = .scalar(scalar)
-        self.add(key, child)
+    init(intValue: Int) {
+        self.stringValue = "Index \(intValue)"
+        self.intValue = intValue
     }
 
-    mutating func encodeNil(forKey key: Key) throws { self.add(key, scalar: Array("null".utf8)) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { self.add(key, scalar: Array((value ? "true" : "false").utf8)) }
-    mutating func encode(_ value: String, forKey key: Key) throws { self.add(key, scalar: JSONNode.string(value)) }
-    mutating func encode(_ value: Double, forKey key: Key) throws {
-        self.add(key, scalar: try JSONNode.number(value, self.codingPath + [key]))
-    }
-    mutating func encode(_ value: Float, forKey key: Key) throws {
-        self.add(key, scalar: try JSONNode.number(value, self.codingPath + [key]))
-    }
-    mutating func encode(_ value: Int, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { self.add(key, scalar: Array(String(value).utf8)) }
-    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        self.add(key, try JSONNode.encoding(value, codingPath: self.codingPath + [key]))
-    }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let child = JSONNode()
-        self.add(key, child)
-        return NodeEncoder(node: child, codingPath: self.codingPath + [key]).container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = JSONNode()
-        self.add(key, child)
-        return NodeEncoder(node: child, codingPath: self.codingPath + [key]).unkeyedContainer()
-    }
-
-    mutating func superEncoder() -> any Encoder { self.superEncoder(forKey: Key(stringValue: "super")!) }
-
-    mutating func superEncoder(forKey key: Key) -> any Encoder {
-        let child = JSONNode()
-        self.add(key, child)
-        return NodeEncoder(node: child, codingPath: self.codingPath + [key])
+    init(_ key: some CodingKey) {
+        self.stringValue = key.stringValue
+        self.intValue = key.intValue
     }
 }
 
-private struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
-    let node: JSONNode
-    let codingPath: [any CodingKey]
-    var count: Int {
-        if case .array(let elements) = self.node.content { return elements.count }
-        return 0
+// MARK: - Writing
+
+/// Writes a finished tree; `deepest` is the most containers any value sat inside.
+struct JSONWriter {
+    let arena: JSONArena
+    var bytes: [UInt8] = []
+    var deepest = 0
+
+    init(arena: JSONArena) {
+        self.arena = arena
+        self.bytes.reserveCapacity(arena.bytes.count + 64)
     }
 
-    private func add(_ child: JSONNode) {
-        guard case .array(var elements) = self.node.content else { return }
-        self.node.content = .empty
-        elements.append(child)
-        self.node.content = .array(elements)
+    mutating func write(_ node: JSONNode, depth: Int) throws {
+        self.deepest = max(self.deepest, depth)
+        switch node.kind {
+        case .empty:
+            throw EncodingError.invalidValue(node, .init(codingPath: node.codingPath, debugDescription: "the value encoded nothing"))
+        case .scalar(let range):
+            self.bytes.append(contentsOf: self.arena.bytes[range])
+        case .object:
+            self.bytes.append(UInt8(ascii: "{"))
+            for (index, member) in node.sortedMembers().enumerated() {
+                if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
+                Self.appendString(member.key, to: &self.bytes)
+                self.bytes.append(UInt8(ascii: ":"))
+                try self.write(member.slot, depth: depth + 1)
+            }
+            self.bytes.append(UInt8(ascii: "}"))
+        case .array:
+            self.bytes.append(UInt8(ascii: "["))
+            for (index, element) in node.elements.enumerated() {
+                if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
+                try self.write(element, depth: depth + 1)
+            }
+            self.bytes.append(UInt8(ascii: "]"))
+        }
     }
 
-    private func add(scalar: [UInt8]) {
-        let child = JSONNode()
-        child.content = .scalar(scalar)
-        self.add(child)
+    private mutating func write(_ slot: JSONSlot, depth: Int) throws {
+        switch slot {
+        case .scalar(let range):
+            self.deepest = max(self.deepest, depth)
+            self.bytes.append(contentsOf: self.arena.bytes[range])
+        case .node(let node):
+            try self.write(node, depth: depth)
+        }
     }
 
-    mutating func encodeNil() throws { self.add(scalar: Array("null".utf8)) }
-    mutating func encode(_ value: Bool) throws { self.add(scalar: Array((value ? "true" : "false").utf8)) }
-    mutating func encode(_ value: String) throws { self.add(scalar: JSONNode.string(value)) }
-    mutating func encode(_ value: Double) throws { self.add(scalar: try JSONNode.number(value, self.codingPath)) }
-    mutating func encode(_ value: Float) throws { self.add(scalar: try JSONNode.number(value, self.codingPath)) }
-    mutating func encode(_ value: Int) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int64) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt64) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int8) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int16) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: Int32) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt8) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt16) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt32) throws { self.add(scalar: Array(String(value).utf8)) }
-    mutating func encode<T: Encodable>(_ value: T) throws { self.add(try JSONNode.encoding(value, codingPath: self.codingPath)) }
-
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let child = JSONNode()
-        self.add(child)
-        return NodeEncoder(node: child, codingPath: self.codingPath).container(keyedBy: keyType)
-    }
-
-    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let child = JSONNode()
-        self.add(child)
-        return NodeEncoder(node: child, codingPath: self.codingPath).unkeyedContainer()
-    }
-
-    mutating func superEncoder() -> any Encoder {
-        let child = JSONNode()
-        self.add(child)
-        return NodeEncoder(node: child, codingPath: self.codingPath)
-    }
-}
-
-private struct SingleNodeContainer: SingleValueEncodingContainer {
-    let node: JSONNode
-    let codingPath: [any CodingKey]
-
-    mutating func encodeNil() throws { self.node.content = .scalar(Array("null".utf8)) }
-    mutating func encode(_ value: Bool) throws { self.node.content = .scalar(Array((value ? "true" : "false").utf8)) }
-    mutating func encode(_ value: String) throws { self.node.content = .scalar(JSONNode.string(value)) }
-    mutating func encode(_ value: Double) throws { self.node.content = .scalar(try JSONNode.number(value, self.codingPath)) }
-    mutating func encode(_ value: Float) throws { self.node.content = .scalar(try JSONNode.number(value, self.codingPath)) }
-    mutating func encode(_ value: Int) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: Int64) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt64) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: Int8) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: Int16) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: Int32) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt8) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt16) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode(_ value: UInt32) throws { self.node.content = .scalar(Array(String(value).utf8)) }
-    mutating func encode<T: Encodable>(_ value: T) throws {
-        self.node.content = try JSONNode.encoding(value, codingPath: self.codingPath).content
+    /// `text` as a JSON string.
+    static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            // Most strings need no escape: copy them whole.
+            var needsEscape = false
+            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                needsEscape = true
+                break
+            }
+            guard needsEscape else {
+                bytes.append(contentsOf: utf8)
+                bytes.append(UInt8(ascii: "\""))
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+                case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+                case 0x00..<0x20:
+                    let hex = Array("0123456789ABCDEF".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    bytes.append(hex[Int(byte >> 4)])
+                    bytes.append(hex[Int(byte & 0x0F)])
+                default: bytes.append(byte)
+                }
+            }
+            bytes.append(UInt8(ascii: "\""))
+        }
     }
 }

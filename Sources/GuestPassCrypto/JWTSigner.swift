@@ -82,8 +82,10 @@ public struct JWTSigner: Sendable {
     /// - Throws: `JWTError(.invalidClaims)` if `claims` does not encode to a JSON object; `EncodingError` or
     ///   `OpenSSLError` if encoding or signing fails.
     public func sign<Claims: Encodable>(_ claims: Claims) throws -> String {
-        let payload = try CompactJSONEncoder().encode(claims)
-        guard StrictJSON.isObject(payload) else { throw JWTError(.invalidClaims) }
+        // What a verifier's `StrictJSON.isObject` accepts, known from the encoding itself (no second parse).
+        guard let payload = try CompactJSONEncoder().encodeObject(claims, maximumDepth: StrictJSON.maximumDepth) else {
+            throw JWTError(.invalidClaims)
+        }
         let header =
             self.headerSegment.isEmpty
             ? try Self.encodeHeader(algorithm: self.algorithm, type: self.type, keyID: self.keyID) : self.headerSegment

@@ -84,3 +84,91 @@ import Testing
         #expect(try JSONDecoder().decode([Inner].self, from: Data(bytes)) == Self.everything.list)
     }
 }
+
+/// The parts of `CompactJSONEncoder` that differ from a naive tree: the shared scalar buffer (containers filled out of
+/// order), keys given twice, coding paths built only on error, and `encodeObject`'s depth check against `StrictJSON`.
+@Suite struct CompactJSONEncoderStructureTests {
+    /// Takes a nested container for "a", writes "b", then fills "a": the scalars of both land in one buffer interleaved.
+    struct OutOfOrder: Encodable {
+        enum Key: String, CodingKey { case a, b, x, y }
+        func encode(to encoder: any Encoder) throws {
+            var top = encoder.container(keyedBy: Key.self)
+            var a = top.nestedContainer(keyedBy: Key.self, forKey: .a)
+            var list = top.nestedUnkeyedContainer(forKey: .y)
+            try top.encode("second", forKey: .b)
+            try a.encode("first", forKey: .x)
+            try list.encode(1)
+            try top.encode(true, forKey: .x)
+            try list.encode("two")
+            try a.encode(2.5, forKey: .y)
+        }
+    }
+
+    @Test func containersFilledOutOfOrderKeepTheirOwnValues() throws {
+        let text = String(decoding: try CompactJSONEncoder().encode(OutOfOrder()), as: UTF8.self)
+        #expect(text == #"{"a":{"x":"first","y":2.5},"b":"second","x":true,"y":[1,"two"]}"#)
+    }
+
+    /// Encodes "k" three times and "a" twice; Foundation keeps each key's last value.
+    struct Repeated: Encodable {
+        enum Key: String, CodingKey { case k, a, z }
+        func encode(to encoder: any Encoder) throws {
+            var top = encoder.container(keyedBy: Key.self)
+            try top.encode(1, forKey: .k)
+            try top.encode("x", forKey: .z)
+            try top.encode(2, forKey: .k)
+            try top.encode(false, forKey: .a)
+            try top.encode([3], forKey: .k)
+            try top.encode(true, forKey: .a)
+        }
+    }
+
+    @Test func aKeyGivenTwiceIsWrittenOnceWithItsLastValue() throws {
+        let ours = try CompactJSONEncoder().encode(Repeated())
+        #expect(String(decoding: ours, as: UTF8.self) == #"{"a":true,"k":[3],"z":"x"}"#)
+        #expect(StrictJSON.isObject(ours), "no duplicate member reaches the text")
+        let foundation = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Repeated())) as? NSDictionary
+        #expect(try JSONSerialization.jsonObject(with: Data(ours)) as? NSDictionary == foundation)
+    }
+
+    @Test func anErrorNamesWhereTheValueIs() throws {
+        struct Leaf: Encodable { let value: Double }
+        struct Top: Encodable { let outer: [Leaf] }
+        do {
+            _ = try CompactJSONEncoder().encode(Top(outer: [Leaf(value: 1), Leaf(value: .nan)]))
+            Issue.record("a NaN was encoded")
+        } catch EncodingError.invalidValue(_, let context) {
+            #expect(context.codingPath.map(\.stringValue) == ["outer", "Index 1", "value"])
+        }
+    }
+
+    /// `[[…[inner]…]]` nested `levels` arrays deep, inside `{"v": …}`.
+    struct Nested: Encodable {
+        let levels: Int
+        let innerIsEmpty: Bool
+        enum Key: String, CodingKey { case v }
+        func encode(to encoder: any Encoder) throws {
+            var top = encoder.container(keyedBy: Key.self)
+            var list = top.nestedUnkeyedContainer(forKey: .v)
+            for _ in 1..<self.levels { list = list.nestedUnkeyedContainer() }
+            if !self.innerIsEmpty { try list.encode(0) }
+        }
+    }
+
+    @Test func encodeObjectAcceptsExactlyWhatStrictJSONAccepts() throws {
+        let limit = StrictJSON.maximumDepth
+        for levels in (limit - 3)...(limit + 2) {
+            for innerIsEmpty in [false, true] {
+                let value = Nested(levels: levels, innerIsEmpty: innerIsEmpty)
+                let text = try CompactJSONEncoder().encode(value)
+                let checked = try CompactJSONEncoder().encodeObject(value, maximumDepth: limit)
+                #expect((checked != nil) == StrictJSON.isObject(text), "\(levels) levels, inner empty: \(innerIsEmpty)")
+                if let checked { #expect(checked == text) }
+            }
+        }
+        #expect(try CompactJSONEncoder().encodeObject(Nested(levels: limit - 1, innerIsEmpty: false), maximumDepth: limit) != nil)
+        #expect(try CompactJSONEncoder().encodeObject(Nested(levels: limit, innerIsEmpty: false), maximumDepth: limit) == nil)
+        #expect(try CompactJSONEncoder().encodeObject([1, 2], maximumDepth: limit) == nil, "an array is not an object")
+        #expect(try CompactJSONEncoder().encodeObject("text", maximumDepth: limit) == nil, "a string is not an object")
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassCrypto
 
 /// Any JSON value, for client-chosen documents such as `user_metadata`.
 public enum JSONValue: Codable, Sendable, Equatable {
@@ -51,11 +52,10 @@ public enum JSONValue: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// Serialised JSON text.
+    /// Serialised JSON text (`CompactJSONEncoder`: keys sorted, no whitespace); `null` for a non-finite number, which a
+    /// parsed value never holds.
     public var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("null".utf8), as: UTF8.self)
+        String(decoding: (try? CompactJSONEncoder().encode(self)) ?? Array("null".utf8), as: UTF8.self)
     }
 
     /// Parses JSON text (strictly, in one pass: see `JSONParser`).
