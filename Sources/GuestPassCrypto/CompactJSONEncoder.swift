@@ -159,23 +159,36 @@ final class JSONNode {
     func sortedMembers() -> [(key: String, slot: JSONSlot)] {
         let members = self.members
         var ascending = true
-        for index in members.indices.dropFirst() where !members[index - 1].key.utf8.lexicographicallyPrecedes(members[index].key.utf8) {
+        for index in members.indices.dropFirst() where Self.compareUTF8(members[index - 1].key, members[index].key) >= 0 {
             ascending = false
             break
         }
         if ascending { return members }
         let order = members.indices.sorted { left, right in
-            let leftKey = members[left].key.utf8
-            let rightKey = members[right].key.utf8
-            return leftKey.elementsEqual(rightKey) ? left < right : leftKey.lexicographicallyPrecedes(rightKey)
+            let comparison = Self.compareUTF8(members[left].key, members[right].key)
+            return comparison == 0 ? left < right : comparison < 0
         }
         var sorted: [(key: String, slot: JSONSlot)] = []
         sorted.reserveCapacity(order.count)
         for (position, index) in order.enumerated() {
-            let isOverwritten = position + 1 < order.count && members[order[position + 1]].key.utf8.elementsEqual(members[index].key.utf8)
+            let isOverwritten = position + 1 < order.count && Self.compareUTF8(members[order[position + 1]].key, members[index].key) == 0
             if !isOverwritten { sorted.append(members[index]) }
         }
         return sorted
+    }
+
+    /// The order of two keys' UTF-8 bytes (negative, zero, positive); not `String`'s `<`, which compares canonical
+    /// equivalents as equal.
+    static func compareUTF8(_ left: String, _ right: String) -> Int {
+        var left = left
+        var right = right
+        return left.withUTF8 { leftBytes in
+            right.withUTF8 { rightBytes in
+                let common = min(leftBytes.count, rightBytes.count)
+                let order = common == 0 ? 0 : memcmp(leftBytes.baseAddress!, rightBytes.baseAddress!, common)
+                return order != 0 ? Int(order) : leftBytes.count - rightBytes.count
+            }
+        }
     }
 }
 
