@@ -46,7 +46,7 @@ func buildRouter(
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .info))
-    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)

@@ -7,7 +7,7 @@ import Prometheus
 
 /// The service's own counters, through swift-metrics (Prometheus when `guestpass serve` bootstraps it; no-ops in
 /// tests). One home for their names and labels; the HTTP metrics (requests by route template and status, latency
-/// histograms) come from Hummingbird's `MetricsMiddleware`.
+/// histograms) come from `RequestMetricsMiddleware`.
 enum ServiceMetrics {
     /// Sign-ups by outcome: `created`, `existing` (a known device), `transfer`, `recovery`, `rate_limited`, `refused`.
     static func signUp(_ outcome: String) { Counter(label: "guestpass_signups_total", dimensions: [("outcome", outcome)]).increment() }
