@@ -42,8 +42,8 @@ public struct CompactJSONEncoder: Sendable {
         try JSONNode.encode(value, into: root)
         var writer = JSONWriter(arena: root.arena)
         try writer.write(root, depth: 0)
-        if case .object = root.kind { return (writer.bytes, true, writer.deepest) }
-        return (writer.bytes, false, writer.deepest)
+        let isObject = if case .object = root.kind { true } else { false }
+        return (writer.bytes, isObject, writer.deepest)
     }
 }
 
@@ -58,21 +58,15 @@ final class JSONArena {
     }
 
     func literal(_ text: StaticString) -> Range<Int> {
-        let start = self.bytes.count
-        text.withUTF8Buffer { self.bytes.append(contentsOf: $0) }
-        return start..<self.bytes.count
+        self.appending { bytes in text.withUTF8Buffer { bytes.append(contentsOf: $0) } }
     }
 
     func integer(_ value: some BinaryInteger & CustomStringConvertible) -> Range<Int> {
-        let start = self.bytes.count
-        self.bytes.append(contentsOf: value.description.utf8)
-        return start..<self.bytes.count
+        self.appending { $0.append(contentsOf: value.description.utf8) }
     }
 
     func string(_ text: String) -> Range<Int> {
-        let start = self.bytes.count
-        JSONWriter.appendString(text, to: &self.bytes)
-        return start..<self.bytes.count
+        self.appending { JSONWriter.appendString(text, to: &$0) }
     }
 
     func number<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, at path: @autoclosure () -> [any CodingKey]) throws
@@ -83,8 +77,13 @@ final class JSONArena {
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
+        return self.appending { $0.append(contentsOf: text.utf8) }
+    }
+
+    /// The range of the bytes `write` appends.
+    private func appending(_ write: (inout [UInt8]) -> Void) -> Range<Int> {
         let start = self.bytes.count
-        self.bytes.append(contentsOf: text.utf8)
+        write(&self.bytes)
         return start..<self.bytes.count
     }
 }
