@@ -45,6 +45,12 @@ let package = Package(
             dependencies: ["COpenSSL"],
             swiftSettings: swiftSettings
         ),
+        /// PostgREST's URL grammar (select, filters, logic trees, order, ranges) and `Prefer` header: text in, a typed
+        /// request out; no SQL, no dependencies.
+        .target(
+            name: "PostgRESTGrammar",
+            swiftSettings: swiftSettings
+        ),
         /// The core SQL migrations, embedded as resources (the `.sql` files live in `sql/migrations`).
         .target(
             name: "CoreMigrations",
@@ -110,7 +116,7 @@ let package = Package(
         .target(
             name: "GuestPassApp",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck", "GuestPassApple",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck", "GuestPassApple", "PostgRESTGrammar",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
