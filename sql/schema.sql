@@ -2254,6 +2254,25 @@ $$;
 COMMENT ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) IS 'GuestPass server: refresh-token rotation with GoTrue''s rules, in the caller''s app (claim app_id). The server passes the session id and counter it read from the token, the token''s hash, and the hash of the token for counter + 1. Always returns one row; status is: rotated (the active token: revoked, counter + 1 issued, active_counter = the new counter); reused (the parent of the active token, at any age, or an older token revoked at most p_reuse_window_seconds ago: nothing changes, the server re-derives the token of active_counter); refresh_token_already_used (an older token outside the window: the session and all its tokens are revoked, and committed); refresh_token_not_found (unknown hash, or not that session and counter); session_not_found (no such session in the app, or revoked). The user columns are set only for rotated and reused. Concurrent refreshes of one session are serialised by a row lock. Time is guestpass.clock(): it stamps revoked_at, refreshed_at and the device''s last_seen_at, and the reuse window is revoked_at + p_reuse_window_seconds >= guestpass.clock(). Raises 42501 without an app claim, 22023 on an invalid next hash or window.';
 
 --
+-- Name: refuse_table_result(text, bigint); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+    raise exception '%', p_code using errcode = 'PGRST', detail = p_rows::text;
+end
+$$;
+
+--
+-- Name: FUNCTION refuse_table_result(p_code text, p_rows bigint); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) IS 'GuestPass server: raises SQLSTATE PGRST with message p_code (PGRST116: not one row for a singular response; PGRST124: more rows than max-affected) and detail p_rows, so the table API''s statement and its transaction roll back.';
+
+--
 -- Name: resolve_api_key(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -4394,6 +4413,7 @@ GRANT USAGE ON SCHEMA auth TO service_role;
 
 GRANT USAGE ON SCHEMA guestpass_server TO anon;
 GRANT USAGE ON SCHEMA guestpass_server TO authenticated;
+GRANT USAGE ON SCHEMA guestpass_server TO service_role;
 
 --
 -- Name: SCHEMA public; Type: ACL; Schema: -; Owner: -
@@ -4799,6 +4819,15 @@ GRANT ALL ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_h
 
 REVOKE ALL ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counter integer, p_token_hash text, p_next_token_hash text, p_reuse_window_seconds double precision) TO anon;
+
+--
+-- Name: FUNCTION refuse_table_result(p_code text, p_rows bigint); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) TO authenticated;
+GRANT ALL ON FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) TO service_role;
 
 --
 -- Name: FUNCTION resolve_api_key(p_key_hash text); Type: ACL; Schema: guestpass_server; Owner: -

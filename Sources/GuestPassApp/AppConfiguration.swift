@@ -27,6 +27,8 @@ public struct AppConfiguration: Sendable {
     /// The shortest time between two catalog reloads that a request naming an unknown function may cause
     /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
     public var catalogRetryInterval: Duration = .seconds(1)
+    /// `db-max-rows`: the most rows a table read returns (`GUESTPASS_DB_MAX_ROWS`, Supabase's 1000 by default).
+    public var maxRows = 1000
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
     /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, `host:port`, default 127.0.0.1:9464; `off` for none).
@@ -92,6 +94,12 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_CATALOG_RETRY_MS must be a number of milliseconds in 0...60000, got \(interval)")
             }
             self.catalogRetryInterval = .milliseconds(value)
+        }
+        if let rows = environment["GUESTPASS_DB_MAX_ROWS"] {
+            guard let value = Int(rows), (1...1_000_000).contains(value) else {
+                throw ConfigurationError("GUESTPASS_DB_MAX_ROWS must be a number of rows in 1...1000000, got \(rows)")
+            }
+            self.maxRows = value
         }
         if let drain = environment["GUESTPASS_SHUTDOWN_DRAIN_MS"] {
             guard let value = Int(drain), (0...60_000).contains(value) else {

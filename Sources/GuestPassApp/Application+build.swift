@@ -12,14 +12,14 @@ public func buildApplication(
     _ = try OpenAPIDocument.bundled.get()
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
     let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
-    let catalog = FunctionCatalog(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
+    let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
         pool: pool, readPool: readPool, tokens: try configuration.tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
-        readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate
+        readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
     catalog.reloadOnHangup(logger: logger)
-    var services: [any Service] = [pool]
+    var services: [any Service] = [pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger)]
     var pools = [(name: "primary", pool: pool)]
     if let readPool {
         services.append(readPool)
@@ -40,9 +40,9 @@ public func buildApplication(
 /// Builds the router: every route of the service. `readPool` (a streaming replica) serves read-only RPC; nil sends
 /// everything to `pool`.
 func buildRouter(
-    pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, catalog: FunctionCatalog, deviceCheck: DeviceCheckClients,
+    pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, catalog: SchemaCache, deviceCheck: DeviceCheckClients,
     apple: AppleVerifiers,
-    readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void
+    readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void, maxRows: Int = 1000
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .info))
@@ -55,6 +55,7 @@ func buildRouter(
     OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     RPCRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog).register(on: router)
+    TableRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

@@ -27,7 +27,8 @@ public struct MigrationRunner: Sendable {
         public let applied: [MigrationFile]
     }
 
-    /// Applies every pending file of `core`, then of `app`.
+    /// Applies every pending file of `core`, then of `app`, then (when any was applied) tells running servers to reload
+    /// their schema cache with `NOTIFY pgrst, 'reload schema'`.
     public func up(core: [MigrationFile], app: [MigrationFile]?) async throws -> Outcome {
         let logger = self.logger
         let lockTimeout = self.lockTimeout
@@ -43,6 +44,8 @@ public struct MigrationRunner: Sendable {
                     for file in pending {
                         try Self.apply(file, on: connection, logger: logger)
                     }
+                    // Running servers reload their schema cache (PostgREST's channel and payload).
+                    if !pending.isEmpty { try connection.execute("NOTIFY pgrst, 'reload schema'") }
                     return Outcome(applied: pending)
                 }
             }

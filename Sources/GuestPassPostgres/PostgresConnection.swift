@@ -202,6 +202,42 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    // MARK: Notifications
+
+    /// A `NOTIFY` this connection received (it must have run `LISTEN channel`).
+    public struct Notification: Sendable, Equatable {
+        public let channel: String
+        public let payload: String
+    }
+
+    /// Waits up to `timeout` for notifications and returns those that arrived (empty when none did). Throws when the
+    /// connection is lost, so a listener can reconnect.
+    public func notifications(waitingUpTo timeout: Duration) throws -> [Notification] {
+        let pointer = self.handle.pointer
+        var received = self.takeNotifications()
+        guard received.isEmpty else { return received }
+        let socket = PQsocket(pointer)
+        guard socket >= 0 else { throw self.fail(.connectionLost, "connection has no socket") }
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, max(0, milliseconds))
+        if ready < 0, errno != EINTR { throw self.fail(.connectionLost, "poll failed: \(String(cString: strerror(errno)))") }
+        if ready > 0 {
+            guard PQconsumeInput(pointer) == 1 else { throw self.fail(.connectionLost, self.handle.errorMessage) }
+            received = self.takeNotifications()
+        }
+        return received
+    }
+
+    private func takeNotifications() -> [Notification] {
+        var received: [Notification] = []
+        while let notify = PQnotifies(self.handle.pointer) {
+            received.append(Notification(channel: String(cString: notify.pointee.relname), payload: String(cString: notify.pointee.extra)))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
     // MARK: Protocol trace (tests)
 
     /// Writes libpq's protocol trace (every message sent and received) to `path` until `stopProtocolTrace()`.

@@ -19,6 +19,9 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let undefinedTable = SQLState("42P01")
     public static let duplicateDatabase = SQLState("42P04")
     public static let syntaxError = SQLState("42601")
+    public static let cardinalityViolation = SQLState("21000")
+    /// `RAISE … USING ERRCODE = 'PGRST'`: PostgREST's code for an error whose message is a PostgREST error code.
+    public static let postgREST = SQLState("PGRST")
     public static let invalidTextRepresentation = SQLState("22P02")
     public static let raiseException = SQLState("P0001")
     public static let serializationFailure = SQLState("40001")

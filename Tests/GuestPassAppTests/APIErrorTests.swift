@@ -3,22 +3,22 @@ import Testing
 
 @testable import GuestPassApp
 
-/// The one error mapping (`APIError.answer(for:dialect:withToken:)`): statuses and codes of both dialects.
+/// The one error mapping (`APIError.answer(for:dialect:anonymous:)`): statuses and codes of both dialects.
 @Suite struct APIErrorTests {
     /// Found by schemathesis (issue 13): after a logout the access token still verifies, and the account routes' SQL
     /// refuses it with 42501, which the GoTrue dialect answered as a 500.
     @Test func aRefusedTokenIsA403InTheGoTrueDialect() {
         let refused = PostgresError(.server, message: "the session has ended", sqlState: .insufficientPrivilege)
-        let goTrue = APIError.answer(for: refused, dialect: .goTrue, withToken: true)
+        let goTrue = APIError.answer(for: refused, dialect: .goTrue, anonymous: false)
         #expect(goTrue.status == .forbidden)
         #expect(goTrue.code == "session_not_found")
         #expect(!goTrue.message.contains("ended"), "the database's own words stay inside")
-        let postgREST = APIError.answer(for: refused, dialect: .postgREST, withToken: true)
+        let postgREST = APIError.answer(for: refused, dialect: .postgREST, anonymous: false)
         #expect(postgREST.status == .forbidden && postgREST.code == "42501")
     }
 
     @Test func anUnknownDatabaseFailureIsStillA500() {
         let failure = PostgresError(.server, message: "boom", sqlState: SQLState("XX000"))
-        #expect(APIError.answer(for: failure, dialect: .goTrue, withToken: true).status == .internalServerError)
+        #expect(APIError.answer(for: failure, dialect: .goTrue, anonymous: false).status == .internalServerError)
     }
 }

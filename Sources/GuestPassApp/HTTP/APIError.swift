@@ -54,12 +54,12 @@ public struct APIError: Error, Sendable {
 
 extension APIError {
     /// Every failure as the answer of a route group speaking `dialect`: the one place where SQLSTATEs, data-layer and
-    /// DeviceCheck failures and domain errors become HTTP statuses, codes and headers. `withToken`: the request carried
-    /// an access token (PostgREST answers 42501 with 403 then, else 401).
-    static func answer(for error: any Error, dialect: ErrorDialect, withToken: Bool) -> APIError {
+    /// DeviceCheck failures and domain errors become HTTP statuses, codes and headers. `anonymous`: the request ran as
+    /// the `anon` role (PostgREST answers 42501 with 401 then, else 403).
+    static func answer(for error: any Error, dialect: ErrorDialect, anonymous: Bool) -> APIError {
         switch error {
         case let error as APIError: return dialect == .postgREST ? error.inPostgRESTDialect : error
-        case let error as PostgresError: return self.database(error, dialect: dialect, withToken: withToken)
+        case let error as PostgresError: return self.database(error, dialect: dialect, anonymous: anonymous)
         case let error as DeviceCheckError:
             if error.kind == .badDeviceToken {
                 return APIError(.badRequest, code: "invalid_device_token", message: "Apple rejected the DeviceCheck token")
@@ -87,7 +87,7 @@ extension APIError {
         return converted
     }
 
-    private static func database(_ error: PostgresError, dialect: ErrorDialect, withToken: Bool) -> APIError {
+    private static func database(_ error: PostgresError, dialect: ErrorDialect, anonymous: Bool) -> APIError {
         let state = error.sqlState
         if error.kind == .acquireTimeout {
             return dialect == .postgREST
@@ -106,7 +106,7 @@ extension APIError {
         let wait = error.detail.flatMap { Int($0) }.map { String(max(1, $0)) }
         switch dialect {
         case .postgREST:
-            return self.postgREST(error, withToken: withToken, retryAfter: wait)
+            return self.postgREST(error, anonymous: anonymous, retryAfter: wait)
         case .goTrue:
             switch state {
             case .rateLimited:
@@ -131,14 +131,27 @@ extension APIError {
     }
 
     /// PostgREST's SQLSTATE → HTTP table; the code is the SQLSTATE.
-    private static func postgREST(_ error: PostgresError, withToken: Bool, retryAfter: String?) -> APIError {
+    private static func postgREST(_ error: PostgresError, anonymous: Bool, retryAfter: String?) -> APIError {
         let state = error.sqlState ?? SQLState("XX000")
         var headers: HTTPFields = [:]
         let status: HTTPResponse.Status
         switch state {
+        case .postgREST:
+            // Raised by the table API's statements (`guestpass_server.refuse_table_result`) so the transaction rolls back:
+            // the message is the PostgREST code, the detail the row count.
+            let rows = error.detail ?? "0"
+            switch error.message {
+            case PostgRESTCode.notSingular: return TableResponse.notSingular(Int(rows) ?? 0)
+            case PostgRESTCode.maxAffected:
+                return APIError(
+                    .badRequest, code: PostgRESTCode.maxAffected, message: "Query result exceeds max-affected preference constraint",
+                    details: "The query affects \(rows) rows")
+            default: return APIError(.internalServerError, code: state.rawValue, message: "Unexpected failure")
+            }
         case .insufficientPrivilege:
-            status = withToken ? .forbidden : .unauthorized
-            if !withToken { headers[.wwwAuthenticate] = "Bearer" }
+            // PostgREST: 401 with `WWW-Authenticate: Bearer` for the anonymous role, 403 for a role that authenticated.
+            status = anonymous ? .unauthorized : .forbidden
+            if anonymous { headers[.wwwAuthenticate] = "Bearer" }
         case .uniqueViolation, .foreignKeyViolation, .serializationFailure, .deadlockDetected: status = .conflict
         case .readOnlySQLTransaction: status = .methodNotAllowed
         case .undefinedFunction, .undefinedTable: status = .notFound
@@ -206,7 +219,7 @@ extension HTTPField.Name {
     static let idempotencyKey = Self("Idempotency-Key")!
 }
 
-/// Answers every error of its route group in the group's dialect (`APIError.answer(for:dialect:withToken:)`), and
+/// Answers every error of its route group in the group's dialect (`APIError.answer(for:dialect:anonymous:)`), and
 /// logs the server's own failures (5xx) once, without internals a client could see.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let dialect: ErrorDialect
@@ -215,7 +228,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            let answer = APIError.answer(for: error, dialect: self.dialect, withToken: request.bearerToken != nil)
+            // The role the request ran as, once authentication found it (else: no token means anonymous).
+            let role = (context as? AppRequestContext)?.callerRole ?? (request.bearerToken == nil ? .anon : .authenticated)
+            let answer = APIError.answer(for: error, dialect: self.dialect, anonymous: role == .anon)
             if let error = error as? PostgresError {
                 if error.sqlState == .rateLimited {
                     ServiceMetrics.rateLimited(self.dialect == .postgREST ? "postgrest" : "gotrue")

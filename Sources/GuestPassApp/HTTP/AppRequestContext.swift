@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassPostgres
 import Hummingbird
 import NIOConcurrencyHelpers
 import NIOCore
@@ -11,11 +12,17 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// Who is calling, on the route groups that authenticate.
     var caller: Caller? {
-        didSet { self.loggedAppID.withLockedValue { $0 = self.caller?.appID } }
+        didSet {
+            self.loggedAppID.withLockedValue { $0 = self.caller?.appID }
+            self.callerRoleBox.withLockedValue { $0 = self.caller?.identity.role }
+        }
     }
     /// The caller's app, for the request log line (shared by every copy of this context, so the outermost middleware
     /// sees what authentication found).
     let loggedAppID = NIOLockedValueBox<UUID?>(nil)
+    /// The database role the caller runs as, for the error mapping of the outer `ErrorMiddleware` (shared likewise).
+    private let callerRoleBox = NIOLockedValueBox<DatabaseRole?>(nil)
+    var callerRole: DatabaseRole? { self.callerRoleBox.withLockedValue { $0 } }
     public var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
 
     public init(source: ApplicationRequestContextSource) {

@@ -16,7 +16,7 @@ struct RPCRoutes: Sendable {
     let readPool: PostgresPool
     let replicaBackoff = ReplicaBackoff()
     let authenticator: Authenticator
-    let catalog: FunctionCatalog
+    let catalog: SchemaCache
 
     /// The largest RPC body (named arguments as one JSON object), as PostgREST's default.
     static let bodyLimit = 1024 * 1024
@@ -88,7 +88,8 @@ struct RPCRoutes: Sendable {
                 results = try await self.pool.requestTransaction(caller.identity, [statement])
             }
         } catch {
-            ServiceMetrics.rpc(name, status: Int(APIError.answer(for: error, dialect: .postgREST, withToken: caller.token != nil).status.code))
+            ServiceMetrics.rpc(
+                name, status: Int(APIError.answer(for: error, dialect: .postgREST, anonymous: caller.identity.role == .anon).status.code))
             throw error
         }
         ServiceMetrics.rpc(name, status: function.shape == .void ? 204 : 200)

@@ -31,14 +31,17 @@ struct RPCFunction: Sendable {
     }
 }
 
-/// The functions of the exposed schemas, read from `pg_proc` and cached. The cache is reloaded after `timeToLive`,
+/// The schema cache: the functions (`pg_proc`) and the relations, columns, keys and foreign keys (`RelationCatalog`) of
+/// the exposed schemas, read in one transaction and reloaded together. The cache is reloaded after `timeToLive`,
 /// at once (at most once per `retryInterval`, a second by default) when a request names a function or signature it does not know, and on SIGHUP,
 /// so new and changed functions are picked up after a migration without a restart. Reloads are single-flight: callers
 /// that need one while it runs wait for it, so a burst of requests naming unknown functions costs one catalog query
-/// and one pool connection.
-final class FunctionCatalog: Sendable {
+/// and one pool connection. `NOTIFY pgrst, 'reload schema'` (PostgREST's channel; `guestpass migrate up` sends it) reloads
+/// it too, through `SchemaReloadListener`.
+final class SchemaCache: Sendable {
     private struct State {
         var functions: [String: [RPCFunction]] = [:]
+        var relations = RelationCatalog()
         var loadedAt: ContinuousClock.Instant?
         var reloading: Task<Void, any Error>?
         /// Catalog queries run so far (tests).
@@ -71,6 +74,21 @@ final class FunctionCatalog: Sendable {
         return self.state.withLockedValue { $0.functions[key] } ?? []
     }
 
+    /// The relations of the exposed schemas; loads the cache first if it was never loaded or is stale, and once more
+    /// (at most once per `retryInterval`) when `schema.name` is unknown, so a table created by a migration is found.
+    func relations(schema: String, name: String) async throws -> RelationCatalog {
+        let (catalog, loadedAt) = self.state.withLockedValue { ($0.relations, $0.loadedAt) }
+        let now = ContinuousClock.now
+        let stale = loadedAt.map { now - $0 > self.timeToLive } ?? true
+        let mayRetry = loadedAt.map { now - $0 >= self.retryInterval } ?? true
+        if !stale, catalog.relation(schema: schema, name: name) != nil || !mayRetry { return catalog }
+        try await self.reload()
+        return self.state.withLockedValue { $0.relations }
+    }
+
+    /// Tables of the exposed schemas an API role can write while row-level security is off (as of the last load).
+    var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
+
     /// `kill -HUP <pid>` reloads the cache at once (after a migration changed a function's signature or result).
     func reloadOnHangup(logger: Logger) {
         HangupBroadcaster.shared.register(self, logger: logger)
@@ -95,7 +113,7 @@ final class FunctionCatalog: Sendable {
 
     private func load() async throws {
         self.state.withLockedValue { $0.loads += 1 }
-        let result = try await self.pool.execute(
+        let functionQuery = PostgresStatement(
             """
             SELECT n.nspname::text AS schema, p.proname::text AS name, p.provolatile::text AS volatility, p.proretset AS returns_set,
                    t.typtype::text AS return_kind, t.typname::text AS return_type,
@@ -111,6 +129,18 @@ final class FunctionCatalog: Sendable {
             """,
             [self.schemas.joined(separator: ",")]
         )
+        let relationQuery = PostgresStatement(RelationCatalog.query, [self.schemas.joined(separator: ",")])
+        // One snapshot for both, and an empty search_path so every type name and default comes out schema-qualified.
+        let results = try await self.pool.withConnection { connection in
+            try await connection.run { connection in
+                try connection.pipeline([
+                    PostgresStatement("BEGIN READ ONLY"), PostgresStatement("SELECT set_config('search_path', '', true)"), functionQuery,
+                    relationQuery, PostgresStatement("COMMIT"),
+                ])
+            }
+        }
+        let result = results[2]
+        let relations = try RelationCatalog(json: try results[3].first?.decode(String.self, at: 0) ?? "{}")
         var functions: [String: [RPCFunction]] = [:]
         for row in result.rows {
             let names = try row.decode(PostgresJSON.self, "arg_names").decode([String].self)
@@ -141,6 +171,7 @@ final class FunctionCatalog: Sendable {
         }
         self.state.withLockedValue { state in
             state.functions = functions
+            state.relations = relations
             state.loadedAt = .now
         }
     }
@@ -153,7 +184,7 @@ private final class HangupBroadcaster: @unchecked Sendable {
     static let shared = HangupBroadcaster()
 
     private struct Entry {
-        weak var catalog: FunctionCatalog?
+        weak var catalog: SchemaCache?
         let logger: Logger
     }
 
@@ -161,7 +192,7 @@ private final class HangupBroadcaster: @unchecked Sendable {
     private var entries: [Entry] = []
     private var source: (any DispatchSourceSignal)?
 
-    func register(_ catalog: FunctionCatalog, logger: Logger) {
+    func register(_ catalog: SchemaCache, logger: Logger) {
         self.lock.withLock {
             self.entries.removeAll { $0.catalog == nil }
             self.entries.append(Entry(catalog: catalog, logger: logger))

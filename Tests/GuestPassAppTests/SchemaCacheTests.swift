@@ -5,13 +5,13 @@ import Testing
 @testable import GuestPassApp
 
 /// The RPC function catalog reloads single-flight: a burst of requests naming unknown functions costs one query.
-@Suite struct FunctionCatalogTests {
+@Suite struct SchemaCacheTests {
     @Test func concurrentReloadsShareOneCatalogQuery() async throws {
         try await TestService.with(examples: true) { service in
             var configuration = service.configuration.postgres
             configuration.maxConnections = 2
             let pool = PostgresPool(configuration: configuration)
-            let catalog = FunctionCatalog(pool: pool, schemas: ["public"])
+            let catalog = SchemaCache(pool: pool, schemas: ["public"])
 
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<100 {

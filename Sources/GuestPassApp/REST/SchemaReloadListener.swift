@@ -1,0 +1,65 @@
+import GuestPassPostgres
+import Logging
+import NIOPosix
+import ServiceLifecycle
+
+/// Loads the schema cache at start and reloads it on `NOTIFY pgrst, 'reload schema'` (or an empty payload),
+/// PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends it after applying
+/// files. One dedicated connection per process listens (its own thread: libpq blocks), reconnecting after a second
+/// when it is lost. After each load it warns about any table of an exposed schema that an API role can write while
+/// row-level security is off on it.
+///
+/// Limits: behind PgBouncer in transaction pooling `LISTEN` cannot work (the next transaction may run in another
+/// server session), so the listener does not start in that mode; the cache's time-to-live and SIGHUP still reload it.
+struct SchemaReloadListener: Service {
+    static let channel = "pgrst"
+    let configuration: PostgresConfiguration
+    let cache: SchemaCache
+    let logger: Logger
+
+    func run() async throws {
+        await self.load(reason: "start")
+        guard self.configuration.poolMode == .session else {
+            self.logger.info("schema reload listener off: NOTIFY does not reach through transaction pooling")
+            return
+        }
+        let threads = NIOThreadPool(numberOfThreads: 1)
+        threads.start()
+        defer { threads.shutdownGracefully { _ in } }
+        let configuration = self.configuration
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    let connection = try await threads.runIfActive {
+                        let connection = try PostgresConnection(configuration: configuration)
+                        try connection.execute("LISTEN \(Self.channel)")
+                        return connection
+                    }
+                    while !Task.isCancelled {
+                        let received = try await threads.runIfActive { try connection.notifications(waitingUpTo: .milliseconds(500)) }
+                        guard received.contains(where: { $0.payload.isEmpty || $0.payload == "reload schema" }) else { continue }
+                        await self.load(reason: "NOTIFY \(Self.channel)")
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    self.logger.warning("schema reload listener: \(error); reconnecting")
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+        }
+    }
+
+    private func load(reason: String) async {
+        do {
+            try await self.cache.reload()
+            self.logger.info("schema cache loaded", metadata: ["reason": "\(reason)"])
+            for table in self.cache.writableWithoutRowSecurity {
+                self.logger.warning(
+                    "an API role can write this table while row-level security is off: every caller with the privilege reaches every row",
+                    metadata: ["table": "\(table)"])
+            }
+        } catch {
+            self.logger.warning("schema cache load failed; requests load it on demand", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/// PostgREST's error codes that the table API answers (`Error.hs`), one name each.
+enum PostgRESTCode {
+    /// 400: the query string does not parse.
+    static let queryParse = "PGRST100"
+    /// 400: the body is not valid JSON, its objects' keys differ, or its media type is not JSON.
+    static let invalidBody = "PGRST102"
+    /// 416: an impossible range (negative limit, offset beyond the total).
+    static let invalidRange = "PGRST103"
+    /// 406: `Accept-Profile` / `Content-Profile` names a schema that is not exposed.
+    static let unacceptableSchema = "PGRST106"
+    /// 406: no acceptable media type in `Accept`.
+    static let unacceptableMediaType = "PGRST107"
+    /// 400: a filter, order or limit names an embedding that `select` does not have.
+    static let notEmbedded = "PGRST108"
+    /// 406: a singular response (`application/vnd.pgrst.object+json`) with other than one row.
+    static let notSingular = "PGRST116"
+    /// 405: a method the table API does not serve.
+    static let unsupportedMethod = "PGRST117"
+    /// 400: an unknown preference under `handling=strict`.
+    static let invalidPreferences = "PGRST122"
+    /// 400: more rows affected than `max-affected` allows (`handling=strict`).
+    static let maxAffected = "PGRST124"
+    /// 400: a feature the server does not implement.
+    static let notImplemented = "PGRST127"
+    /// 400: no foreign key links the two relations of an embedding.
+    static let noRelationship = "PGRST200"
+    /// 300: several foreign keys link them.
+    static let ambiguousRelationship = "PGRST201"
+    /// 400: the body or `columns=` names a column the relation does not have.
+    static let columnNotFound = "PGRST204"
+    /// 404: no such table or view in the exposed schemas.
+    static let tableNotFound = "PGRST205"
+}

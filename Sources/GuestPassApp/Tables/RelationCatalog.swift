@@ -1,0 +1,189 @@
+import Foundation
+import GuestPassPostgres
+
+/// A table or view of an exposed schema, as the schema cache describes it: what `/rest/v1/<name>` may name. Every
+/// identifier here comes from `pg_catalog`, never from a request; the SQL builder quotes them all.
+struct Relation: Sendable {
+    struct Column: Sendable, Decodable {
+        let name: String
+        /// `format_type` of the column's type, schema-qualified where it is not in `pg_catalog` (read with an empty
+        /// `search_path`), so it can be spliced into `json_to_recordset(…) AS _("col" <type>)`.
+        let type: String
+        let nullable: Bool
+        /// The default expression (`pg_get_expr`, qualified), spliced only for `Prefer: missing=default`.
+        let defaultExpression: String?
+        /// `GENERATED ALWAYS AS (…) STORED` columns can never be written.
+        let generated: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case name, type, nullable, generated
+            case defaultExpression = "default"
+        }
+    }
+
+    enum Kind: String, Sendable {
+        case table = "r"
+        case partitionedTable = "p"
+        case view = "v"
+        case materializedView = "m"
+        case foreignTable = "f"
+    }
+
+    let schema: String
+    let name: String
+    let kind: Kind
+    let columns: [Column]
+    /// The primary key's columns in key order (empty for views and tables without one).
+    let primaryKey: [String]
+    /// Every unique key (primary key included), each as a set of column names: one-to-one detection, `on_conflict`.
+    let uniqueKeys: [Set<String>]
+    /// Row-level security enabled (tables only).
+    let rowSecurity: Bool
+    private let columnIndex: [String: Int]
+
+    init(schema: String, name: String, kind: Kind, columns: [Column], primaryKey: [String], uniqueKeys: [Set<String>], rowSecurity: Bool) {
+        self.schema = schema
+        self.name = name
+        self.kind = kind
+        self.columns = columns
+        self.primaryKey = primaryKey
+        self.uniqueKeys = uniqueKeys
+        self.rowSecurity = rowSecurity
+        self.columnIndex = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func column(_ name: String) -> Column? { self.columnIndex[name].map { self.columns[$0] } }
+
+    var qualifiedName: String { self.schema + "." + self.name }
+}
+
+/// A foreign key between two relations of the exposed schemas: the edge an embedding follows.
+struct ForeignKey: Sendable, Decodable {
+    let name: String
+    let schema: String
+    let table: String
+    let columns: [String]
+    let referencedSchema: String
+    let referencedTable: String
+    let referencedColumns: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case name, schema, table, columns
+        case referencedSchema = "referenced_schema"
+        case referencedTable = "referenced_table"
+        case referencedColumns = "referenced_columns"
+    }
+}
+
+/// The relations of the exposed schemas and the foreign keys between them, loaded in one query.
+struct RelationCatalog: Sendable {
+    var relations: [String: Relation] = [:]
+    var foreignKeys: [ForeignKey] = []
+    /// The per-role `statement_timeout` (`ALTER ROLE … SET statement_timeout`), applied to each table request, since
+    /// `set_config('role', …)` does not apply a role's settings the way a login does.
+    var statementTimeouts: [String: String] = [:]
+
+    func relation(schema: String, name: String) -> Relation? { self.relations[schema + "." + name] }
+
+    /// The tables of the exposed schemas that an API role may write (INSERT, UPDATE or DELETE) while row-level security
+    /// is off: every row of them is open to every caller with that privilege.
+    var writableWithoutRowSecurity: [String] = []
+
+    /// The one catalog query (run with an empty `search_path`, so type names and defaults come out qualified).
+    static let query = """
+        SELECT json_build_object(
+          'relations', coalesce((
+            SELECT json_agg(json_build_object(
+              'schema', n.nspname, 'name', c.relname, 'kind', c.relkind, 'rls', c.relrowsecurity,
+              'columns', coalesce((
+                SELECT json_agg(json_build_object(
+                  'name', a.attname, 'type', format_type(a.atttypid, a.atttypmod), 'nullable', NOT a.attnotnull,
+                  'default', pg_get_expr(d.adbin, d.adrelid), 'generated', a.attgenerated <> '') ORDER BY a.attnum)
+                FROM pg_catalog.pg_attribute AS a
+                LEFT JOIN pg_catalog.pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+                WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '[]'),
+              'primary_key', coalesce((
+                SELECT json_agg(a.attname ORDER BY k.position)
+                FROM pg_catalog.pg_constraint AS p
+                CROSS JOIN LATERAL unnest(p.conkey) WITH ORDINALITY AS k(attnum, position)
+                JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attnum = k.attnum
+                WHERE p.conrelid = c.oid AND p.contype = 'p'), '[]'),
+              'unique_keys', coalesce((
+                SELECT json_agg((SELECT json_agg(a.attname) FROM pg_catalog.pg_attribute AS a
+                                 WHERE a.attrelid = c.oid AND a.attnum = ANY (i.indkey::int2[])))
+                FROM pg_catalog.pg_index AS i
+                WHERE i.indrelid = c.oid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL), '[]')
+            ) ORDER BY n.nspname, c.relname)
+            FROM pg_catalog.pg_class AS c
+            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            WHERE n.nspname = ANY (string_to_array($1, ',')) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+              AND NOT c.relispartition), '[]'),
+          'foreign_keys', coalesce((
+            SELECT json_agg(json_build_object(
+              'name', f.conname, 'schema', n.nspname, 'table', c.relname,
+              'columns', (SELECT json_agg(a.attname ORDER BY k.position) FROM unnest(f.conkey) WITH ORDINALITY AS k(attnum, position)
+                          JOIN pg_catalog.pg_attribute AS a ON a.attrelid = f.conrelid AND a.attnum = k.attnum),
+              'referenced_schema', rn.nspname, 'referenced_table', r.relname,
+              'referenced_columns', (SELECT json_agg(a.attname ORDER BY k.position) FROM unnest(f.confkey) WITH ORDINALITY AS k(attnum, position)
+                                     JOIN pg_catalog.pg_attribute AS a ON a.attrelid = f.confrelid AND a.attnum = k.attnum))
+              ORDER BY f.conname)
+            FROM pg_catalog.pg_constraint AS f
+            JOIN pg_catalog.pg_class AS c ON c.oid = f.conrelid
+            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            JOIN pg_catalog.pg_class AS r ON r.oid = f.confrelid
+            JOIN pg_catalog.pg_namespace AS rn ON rn.oid = r.relnamespace
+            WHERE f.contype = 'f' AND n.nspname = ANY (string_to_array($1, ',')) AND rn.nspname = ANY (string_to_array($1, ','))), '[]'),
+          'statement_timeouts', coalesce((
+            SELECT json_object_agg(r.rolname, substr(setting, length('statement_timeout=') + 1))
+            FROM pg_catalog.pg_db_role_setting AS s
+            JOIN pg_catalog.pg_roles AS r ON r.oid = s.setrole
+            CROSS JOIN LATERAL unnest(s.setconfig) AS setting
+            WHERE s.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
+              AND r.rolname IN ('anon', 'authenticated', 'service_role') AND setting LIKE 'statement_timeout=%'), '{}'),
+          'writable_without_rls', coalesce((
+            SELECT json_agg(DISTINCT n.nspname || '.' || c.relname)
+            FROM pg_catalog.pg_class AS c
+            JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            CROSS JOIN (VALUES ('anon'), ('authenticated'), ('service_role')) AS role(name)
+            WHERE n.nspname = ANY (string_to_array($1, ',')) AND c.relkind IN ('r', 'p') AND NOT c.relrowsecurity
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = role.name)
+              AND (has_table_privilege(role.name, c.oid, 'INSERT') OR has_table_privilege(role.name, c.oid, 'UPDATE')
+                   OR has_table_privilege(role.name, c.oid, 'DELETE')
+                   OR has_any_column_privilege(role.name, c.oid, 'INSERT') OR has_any_column_privilege(role.name, c.oid, 'UPDATE'))), '[]')
+        )::text
+        """
+
+    private struct Document: Decodable {
+        struct RelationRow: Decodable {
+            let schema: String
+            let name: String
+            let kind: String
+            let rls: Bool
+            let columns: [Relation.Column]
+            let primary_key: [String]
+            let unique_keys: [[String]?]
+        }
+
+        let relations: [RelationRow]
+        let foreign_keys: [ForeignKey]
+        let statement_timeouts: [String: String]
+        let writable_without_rls: [String]
+    }
+
+    /// Decodes the document `query` returns.
+    init(json: String) throws {
+        let document = try JSONDecoder().decode(Document.self, from: Data(json.utf8))
+        for row in document.relations {
+            let relation = Relation(
+                schema: row.schema, name: row.name, kind: Relation.Kind(rawValue: row.kind) ?? .table, columns: row.columns,
+                primaryKey: row.primary_key, uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls
+            )
+            self.relations[relation.qualifiedName] = relation
+        }
+        self.foreignKeys = document.foreign_keys
+        self.statementTimeouts = document.statement_timeouts
+        self.writableWithoutRowSecurity = document.writable_without_rls
+    }
+
+    init() {}
+}

@@ -1,0 +1,107 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PostgRESTGrammar
+
+/// The parts of a table request that come from its URL and headers, checked before any SQL runs: the URL's length
+/// and text, the relation's name, the schema, the query string, the preferences and the media type.
+struct TableRequest {
+    /// The longest URL served (PostgREST's proxies answer 414 past about this; `.in()` lists are the usual cause).
+    static let urlLimit = 16 * 1024
+
+    let name: String
+    let schema: String
+    let query: TableQuery
+    let preferences: Preferences
+    let singular: Bool
+    let stripNulls: Bool
+    /// `Range: 0-9` (GET only), intersected with `limit`/`offset` by `range`.
+    let rangeHeader: (offset: Int, limit: Int?)?
+
+    init(_ request: Request, schemas: [String], method: HTTPRequest.Method) throws {
+        let target = request.head.path ?? "/"
+        guard target.utf8.count <= Self.urlLimit else {
+            throw APIError(.uriTooLong, code: PostgRESTCode.queryParse, message: "The request URL is longer than \(Self.urlLimit) bytes")
+        }
+        let rawPath = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let lastSegment = rawPath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        guard let name = lastSegment.removingPercentEncoding, !name.isEmpty, !name.utf8.contains(0) else {
+            throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "The table name in the path is not valid UTF-8 text")
+        }
+        self.name = name
+        self.schema = try Self.schema(request, schemas: schemas, readOnly: method == .get || method == .head)
+        do {
+            let pairs = try QueryGrammar.pairs(rawQuery: request.uri.query ?? "")
+            self.query = try QueryGrammar.parse(pairs)
+        } catch {
+            throw APIError(
+                error.code == PostgRESTCode.invalidRange ? .rangeNotSatisfiable : .badRequest, code: error.code, message: error.message,
+                details: error.details, hint: error.hint)
+        }
+        self.preferences = Preferences.parse(headers: request.headers[values: .prefer])
+        if self.preferences.transaction != nil {
+            throw APIError(
+                .badRequest, code: PostgRESTCode.invalidPreferences, message: "Prefer: tx is not allowed",
+                details: "Every request commits: rolling back would undo attempt counters", hint: "Remove the tx preference")
+        }
+        if self.preferences.handling == .strict, !self.preferences.invalid.isEmpty {
+            throw APIError(
+                .badRequest, code: PostgRESTCode.invalidPreferences, message: "Invalid preferences given with handling=strict",
+                details: "Invalid preferences: " + self.preferences.invalid.joined(separator: ", "))
+        }
+        (self.singular, self.stripNulls) = try Self.mediaType(request.headers[.accept])
+        self.rangeHeader = method == .get ? request.headers[.range].flatMap(QueryGrammar.range(header:)) : nil
+    }
+
+    /// The root range: `limit`/`offset` intersected with the `Range` header (PostgREST's `restrictRange`).
+    var range: (offset: Int, limit: Int?) {
+        var offset = self.query.root.offset ?? 0
+        var limit = self.query.root.limit
+        if let header = self.rangeHeader {
+            let upper = header.limit.map { header.offset + $0 - 1 }
+            let queryUpper = limit.map { offset + $0 - 1 }
+            offset = max(offset, header.offset)
+            let bounds = [upper, queryUpper].compactMap { $0 }
+            limit = bounds.min().map { max(0, $0 - offset + 1) }
+        }
+        return (offset, limit)
+    }
+
+    /// The schema the request targets: the first exposed one, or the one `Accept-Profile` (GET, HEAD) or
+    /// `Content-Profile` (others) names, which must be exposed (else 406 `PGRST106`).
+    static func schema(_ request: Request, schemas: [String], readOnly: Bool) throws -> String {
+        guard let requested = request.headers[readOnly ? .acceptProfile : .contentProfile] else { return schemas[0] }
+        guard schemas.contains(requested) else {
+            throw APIError(
+                .notAcceptable, code: PostgRESTCode.unacceptableSchema, message: "Invalid schema: \(requested)",
+                hint: "Only the following schemas are exposed: \(schemas.joined(separator: ", "))")
+        }
+        return requested
+    }
+
+    /// The media type answered: an array (absent, `*/*`, `application/json`), or one object
+    /// (`application/vnd.pgrst.object+json`); `;nulls=stripped` strips null members. Anything else is 406 `PGRST107`.
+    static func mediaType(_ accept: String?) throws -> (singular: Bool, stripNulls: Bool) {
+        guard let accept, !accept.isEmpty else { return (false, false) }
+        for entry in accept.split(separator: ",") {
+            let parts = entry.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let stripNulls = parts.dropFirst().contains("nulls=stripped")
+            switch parts.first ?? "" {
+            case "*/*", "application/*", "application/json", "application/vnd.pgrst.array+json", "application/vnd.pgrst.array":
+                return (false, stripNulls)
+            case "application/vnd.pgrst.object+json", "application/vnd.pgrst.object": return (true, stripNulls)
+            default: continue
+            }
+        }
+        throw APIError(.notAcceptable, code: PostgRESTCode.unacceptableMediaType, message: "None of these media types are available: \(accept)")
+    }
+}
+
+extension HTTPField.Name {
+    static let prefer = Self("Prefer")!
+    static let preferenceApplied = Self("Preference-Applied")!
+    static let acceptProfile = Self("Accept-Profile")!
+    static let contentProfile = Self("Content-Profile")!
+    static let contentRange = Self("Content-Range")!
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PostgRESTGrammar
+
+/// The answer to a table request, as PostgREST gives it (`Response.hs`, `RangeQuery.hs`): status, `Content-Range` on
+/// every response, `Preference-Applied`, `Location` for `return=headers-only`, `Content-Profile` when several
+/// schemas are exposed, and the body PostgreSQL built, passed through untouched.
+struct TableResponse {
+    let plan: TablePlan
+    let schema: String
+    let multipleSchemas: Bool
+
+    func answer(total: Int?, pageTotal: Int, body: [UInt8]?, inserted: Int?) throws -> Response {
+        let countTotal = self.plan.wantsCount ? (total ?? pageTotal) : nil
+        switch self.plan.action {
+        case .read(let head):
+            let lower = self.plan.offset
+            if let countTotal, lower > countTotal, !(countTotal == 0 && lower == 0) {
+                throw APIError(
+                    .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
+                    details: "An offset of \(lower) was requested, but there are only \(countTotal) rows.")
+            }
+            if self.plan.singular, pageTotal != 1 { throw Self.notSingular(pageTotal) }
+            let status: HTTPResponse.Status = countTotal.map { pageTotal < $0 ? .partialContent : .ok } ?? .ok
+            var headers = self.headers(contentRange: Self.contentRange(lower, lower + pageTotal - 1, countTotal))
+            headers[.contentType] = self.contentType
+            return Response(status: status, headers: headers, body: head ? .init() : .init(byteBuffer: ByteBuffer(bytes: body ?? [])))
+        case .insert:
+            var headers = self.headers(contentRange: Self.contentRange(1, 0, countTotal))
+            if self.plan.returnsHeadersOnly, pageTotal == 1, let location = self.location(body) { headers[.location] = location }
+            let status: HTTPResponse.Status = self.plan.preferences.resolution == .mergeDuplicates && (inserted ?? 1) <= 0 ? .ok : .created
+            return self.withRepresentation(status: status, headers: headers, body: body)
+        case .update:
+            let headers = self.headers(contentRange: Self.contentRange(0, pageTotal - 1, countTotal))
+            return self.withRepresentation(status: .noContent, headers: headers, body: body)
+        case .delete:
+            let headers = self.headers(contentRange: Self.contentRange(1, 0, countTotal))
+            return self.withRepresentation(status: .noContent, headers: headers, body: body)
+        }
+    }
+
+    /// A PATCH whose body sets nothing: no UPDATE runs; 204, or `[]` with `return=representation`.
+    func emptyUpdate() -> Response {
+        let headers = self.headers(contentRange: Self.contentRange(0, -1, self.plan.wantsCount ? 0 : nil))
+        return self.withRepresentation(status: .noContent, headers: headers, body: Array((self.plan.singular ? "null" : "[]").utf8))
+    }
+
+    /// With `return=representation` the rows and 200 (an insert keeps its 201/200), else no body and `status`.
+    private func withRepresentation(status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8]?) -> Response {
+        guard self.plan.returnsRepresentation else { return Response(status: status, headers: headers, body: .init()) }
+        var headers = headers
+        headers[.contentType] = self.contentType
+        let shown: HTTPResponse.Status = self.plan.action == .insert ? status : .ok
+        return Response(status: shown, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body ?? Array("[]".utf8))))
+    }
+
+    private var contentType: String {
+        self.plan.singular ? "application/vnd.pgrst.object+json; charset=utf-8" : "application/json; charset=utf-8"
+    }
+
+    private func headers(contentRange: String) -> HTTPFields {
+        var headers: HTTPFields = [.contentRange: contentRange]
+        if let applied = self.preferenceApplied { headers[.preferenceApplied] = applied }
+        if self.multipleSchemas { headers[.contentProfile] = self.schema }
+        return headers
+    }
+
+    /// The preferences honoured, in PostgREST's order: resolution (inserts into a relation with a key), missing
+    /// (POST, PATCH), return (writes), count, handling, max-affected (PATCH, DELETE under `handling=strict`).
+    var preferenceApplied: String? {
+        let preferences = self.plan.preferences
+        let action = self.plan.action
+        var applied: [String] = []
+        if action == .insert, let resolution = preferences.resolution, !self.plan.relation.primaryKey.isEmpty || self.plan.query.onConflict != nil {
+            applied.append("resolution=" + resolution.rawValue)
+        }
+        if action == .insert || action == .update, let missing = preferences.missing { applied.append("missing=" + missing.rawValue) }
+        if case .read = action {} else if let value = preferences.returnPreference { applied.append("return=" + value.rawValue) }
+        if let count = preferences.count { applied.append("count=" + count.rawValue) }
+        if let handling = preferences.handling { applied.append("handling=" + handling.rawValue) }
+        if action == .update || action == .delete, preferences.handling == .strict, let most = preferences.maxAffected {
+            applied.append("max-affected=\(most)")
+        }
+        return applied.isEmpty ? nil : applied.joined(separator: ", ")
+    }
+
+    /// `Location: /<table>?<pk>=eq.<value>…` for the one row a `return=headers-only` insert wrote.
+    private func location(_ body: [UInt8]?) -> String? {
+        guard let body, case .array(let rows)? = try? JSONParser.parse(body), rows.count == 1, let row = rows[0].objectValue else { return nil }
+        var allowed = CharacterSet.urlQueryAllowed
+        allowed.remove(charactersIn: "&=+#")
+        let pairs = self.plan.relation.primaryKey.compactMap { key -> String? in
+            guard let value = row[key] else { return nil }
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .null: text = "null"
+            default: text = value.jsonText
+            }
+            return key.addingPercentEncoding(withAllowedCharacters: allowed)! + "=eq." + text.addingPercentEncoding(withAllowedCharacters: allowed)!
+        }
+        return "/" + self.plan.relation.name + "?" + pairs.joined(separator: "&")
+    }
+
+    /// `Content-Range`: `lower-upper/total`, `*` for an empty range, `*` for an unknown total.
+    static func contentRange(_ lower: Int, _ upper: Int, _ total: Int?) -> String {
+        let range = total != 0 && lower <= upper ? "\(lower)-\(upper)" : "*"
+        return range + "/" + (total.map(String.init) ?? "*")
+    }
+
+    /// 406 `PGRST116` with the `details` supabase-swift's `maybeSingle()` parses.
+    static func notSingular(_ rows: Int) -> APIError {
+        APIError(
+            .notAcceptable, code: PostgRESTCode.notSingular, message: "Cannot coerce the result to a single JSON object",
+            details: "The result contains \(rows) rows")
+    }
+}

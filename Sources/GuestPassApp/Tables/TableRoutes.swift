@@ -1,0 +1,128 @@
+import Foundation
+import GuestPassPostgres
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PostgRESTGrammar
+
+/// PostgREST's table API: `GET`/`HEAD`/`POST`/`PATCH`/`DELETE /rest/v1/<table or view>` for the relations of the
+/// exposed schemas, as the Supabase SDKs' `from(…)` calls send them. Each request is one statement in the request
+/// transaction (the caller's role and verified claims, one round trip), so row-level security decides every row:
+/// reads run on `readPool` (a replica when configured), writes on `pool`. `TableRequest` checks the URL and headers,
+/// `TableStatements` builds the SQL, `TableResponse` shapes the answer.
+struct TableRoutes: Sendable {
+    let pool: PostgresPool
+    let readPool: PostgresPool
+    let authenticator: Authenticator
+    let catalog: SchemaCache
+    /// `db-max-rows`: the most rows any read returns (`GUESTPASS_DB_MAX_ROWS`, Supabase's 1000 by default).
+    let maxRows: Int
+
+    /// The largest write body: 1,000 rows of the example table fit many times over.
+    static let bodyLimit = 1024 * 1024
+
+    func register(on router: Router<AppRequestContext>) {
+        let group = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
+            .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
+            .group(context: CallerContext.self)
+        for method in [HTTPRequest.Method.get, .head, .post, .patch, .delete] {
+            group.on(":table", method: method) { request, context in try await self.serve(request, context, method: method) }
+        }
+        for method in [HTTPRequest.Method.put, .trace, .connect, .options] {
+            group.on(":table", method: method) { request, _ -> Response in
+                throw APIError(
+                    .methodNotAllowed, code: PostgRESTCode.unsupportedMethod, message: "Unsupported HTTP method: \(request.method.rawValue)",
+                    headers: [.allow: "GET, HEAD, POST, PATCH, DELETE"])
+            }
+        }
+    }
+
+    func serve(_ request: Request, _ context: CallerContext, method: HTTPRequest.Method) async throws -> Response {
+        var request = request
+        let parsed = try TableRequest(request, schemas: self.catalog.schemas, method: method)
+        let catalog = try await self.catalog.relations(schema: parsed.schema, name: parsed.name)
+        guard let relation = catalog.relation(schema: parsed.schema, name: parsed.name) else {
+            throw Self.tableNotFound(parsed.schema, parsed.name, catalog)
+        }
+        let range = parsed.range
+        let action: TablePlan.Action =
+            switch method {
+            case .post: .insert
+            case .patch: .update
+            case .delete: .delete
+            default: .read(head: method == .head)
+            }
+        let plan = TablePlan(
+            catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: action,
+            singular: parsed.singular, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit
+        )
+        let response = TableResponse(plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1)
+        let statement: PostgresStatement
+        switch action {
+        case .read:
+            statement = try TableStatements.read(plan)
+        case .insert:
+            let body = try await TableBodyReader.read(&request, relation: relation, columns: parsed.query.columns, limit: Self.bodyLimit)
+            statement = try TableStatements.insert(plan, body: body)
+        case .update:
+            let body = try await TableBodyReader.read(&request, relation: relation, columns: parsed.query.columns, limit: Self.bodyLimit)
+            // PostgREST runs no UPDATE for an empty body (`{}`, `[]`), filtered or not.
+            if body.columns.isEmpty || body.rowCount == 0 { return response.emptyUpdate() }
+            try Self.requireFilter(plan, verb: "UPDATE")
+            statement = try TableStatements.update(plan, body: body)
+        case .delete:
+            try Self.requireFilter(plan, verb: "DELETE")
+            statement = try TableStatements.delete(plan)
+        }
+        let identity = context.caller.identity
+        var statements = [statement]
+        if let timeout = catalog.statementTimeouts[identity.role.rawValue] {
+            statements.insert(PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout]), at: 0)
+        }
+        let results: [PostgresResult]
+        if case .read = action {
+            results = try await self.readPool.requestTransaction(identity, readOnly: true, statements)
+        } else {
+            results = try await self.pool.requestTransaction(identity, statements)
+        }
+        guard let row = results.last?.first else { throw APIError.unexpected }
+        return try response.answer(
+            total: try row.decode(Int?.self, "total"), pageTotal: try row.decode(Int.self, "page_total"), body: try row.cell("body").bytes,
+            inserted: try row.decode(Int?.self, "inserted"))
+    }
+
+    /// An unfiltered PATCH or DELETE would change every row the policies allow: refused as hosted Supabase does
+    /// (its `safeupdate` extension), with its SQLSTATE and message.
+    private static func requireFilter(_ plan: TablePlan, verb: String) throws {
+        guard plan.query.root.filters.isEmpty, plan.query.root.logic.isEmpty else { return }
+        throw APIError(
+            .badRequest, code: SQLState.cardinalityViolation.rawValue, message: "\(verb) requires a WHERE clause",
+            hint: "Add a filter (for example ?id=eq.<id>); to change every row, filter on a column that is never null")
+    }
+
+    /// 404 `PGRST205`, with the closest name as PostgREST's hint.
+    private static func tableNotFound(_ schema: String, _ name: String, _ catalog: RelationCatalog) -> APIError {
+        let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name)
+        let closest = names.min { editDistance($0, name) < editDistance($1, name) }
+        let hint = closest.flatMap { editDistance($0, name) <= max(2, name.count / 3) ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
+        return APIError(
+            .notFound, code: PostgRESTCode.tableNotFound, message: "Could not find the table '\(schema).\(name)' in the schema cache", hint: hint)
+    }
+}
+
+/// Levenshtein distance over Unicode scalars, for "did you mean" hints on short names.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.unicodeScalars.prefix(64))
+    let b = Array(b.unicodeScalars.prefix(64))
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}

@@ -1,0 +1,165 @@
+import GuestPassPostgres
+import PostgRESTGrammar
+
+/// SQL text of one table request under construction: identifiers come from the schema cache and are quoted, every
+/// client value becomes a bind parameter of unknown type (`$n`, OID 0), so PostgreSQL infers it from the column it is
+/// compared with, exactly as PostgREST does. Nothing a client sends is ever spliced into the text.
+struct TableSQL {
+    /// The parameters bound so far, in order.
+    private(set) var parameters: [any PostgresEncodable] = []
+    /// Table aliases handed out so far (an embedding's alias must be unique in the statement).
+    private var aliasCount = 0
+
+    /// Binds `value` and returns its placeholder.
+    mutating func bind(_ value: String?) -> String {
+        self.parameters.append(value)
+        return "$\(self.parameters.count)"
+    }
+
+    /// A fresh quoted alias for a relation named `name` (`"readings_1"`).
+    mutating func alias(for name: String) -> String {
+        self.aliasCount += 1
+        return Self.quoted("\(name)_\(self.aliasCount)")
+    }
+
+    /// `identifier` as a quoted SQL identifier (`"` doubled).
+    static func quoted(_ identifier: String) -> String { RPCStatement.quoted(identifier) }
+
+    /// `"schema"."name"`.
+    static func qualified(_ relation: Relation) -> String { self.quoted(relation.schema) + "." + self.quoted(relation.name) }
+
+    // MARK: Fields
+
+    /// The SQL of `field` on the relation aliased `table`: `"t"."col"`, or `to_jsonb("t"."col")->$1->>$2` along a
+    /// JSON path (keys bound as text, indexes written as integers).
+    mutating func expression(_ field: FieldPath, on table: String) -> String {
+        var sql = table + "." + Self.quoted(field.column)
+        guard !field.jsonPath.isEmpty else { return sql }
+        sql = "to_jsonb(\(sql))"
+        for step in field.jsonPath {
+            let arrow = step.arrow == .json ? "->" : "->>"
+            switch step.key {
+            case .name(let key): sql += "\(arrow)\(self.bind(key))::text"
+            case .index(let index): sql += "\(arrow)(\(index))"
+            }
+        }
+        return sql
+    }
+
+    /// The name a selected field answers under: its alias, else the last JSON key, else the column.
+    static func outputName(_ field: SelectField) -> String {
+        if let alias = field.alias { return alias }
+        if case .name(let key)? = field.field.jsonPath.last?.key { return key }
+        return field.field.column
+    }
+
+    // MARK: Filters
+
+    /// The SQL of `filter` on the relation aliased `table` (`relation` gives column types: full-text search wraps a
+    /// column that is not a `tsvector` in `to_tsvector`).
+    mutating func condition(_ filter: Filter, on table: String, relation: Relation?) -> String {
+        let lhs = self.expression(filter.field, on: table)
+        let condition = filter.condition
+        let sql: String
+        switch condition.value {
+        case .keyword(let keyword):
+            sql = "\(lhs) IS \(keyword.rawValue.uppercased())"
+        case .list(let items):
+            sql = "\(lhs) = ANY(\(self.bind(Self.arrayLiteral(items))))"
+        case .text(let text):
+            sql = self.comparison(lhs, condition, text, columnType: filter.field.jsonPath.isEmpty ? relation?.column(filter.field.column)?.type : nil)
+        }
+        return condition.negated ? "NOT (\(sql))" : sql
+    }
+
+    private mutating func comparison(_ lhs: String, _ condition: Condition, _ text: String, columnType: String?) -> String {
+        let pattern = { (value: String) in value.replacingOccurrences(of: "*", with: "%") }
+        if let quantifier = condition.quantifier {
+            let value = [.like, .ilike].contains(condition.op) ? pattern(text) : text
+            return "\(lhs) \(Self.operatorSQL(condition.op)) \(quantifier.rawValue.uppercased())(\(self.bind(value)))"
+        }
+        switch condition.op {
+        case .like, .ilike: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.bind(pattern(text)))"
+        case .isdistinct: return "\(lhs) IS DISTINCT FROM \(self.bind(text))"
+        case .fts, .plfts, .phfts, .wfts:
+            let function = ["fts": "to_tsquery", "plfts": "plainto_tsquery", "phfts": "phraseto_tsquery", "wfts": "websearch_to_tsquery"][
+                condition.op.rawValue]!
+            let language = condition.language.map { self.bind($0) + "::regconfig, " } ?? ""
+            let vector = columnType == "tsvector" ? lhs : "to_tsvector(\(language)\(lhs))"
+            return "\(vector) @@ \(function)(\(language)\(self.bind(text)))"
+        case .in: return "\(lhs) = ANY(\(self.bind(text)))"
+        case .is: return "\(lhs) IS NULL"
+        default: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.bind(text))"
+        }
+    }
+
+    /// The SQL operator of a comparison.
+    static func operatorSQL(_ op: FilterOperator) -> String {
+        switch op {
+        case .eq: return "="
+        case .neq: return "<>"
+        case .gt: return ">"
+        case .gte: return ">="
+        case .lt: return "<"
+        case .lte: return "<="
+        case .like: return "LIKE"
+        case .ilike: return "ILIKE"
+        case .match: return "~"
+        case .imatch: return "~*"
+        case .cs: return "@>"
+        case .cd: return "<@"
+        case .ov: return "&&"
+        case .sl: return "<<"
+        case .sr: return ">>"
+        case .nxr: return "&<"
+        case .nxl: return "&>"
+        case .adj: return "-|-"
+        case .is, .isdistinct, .in, .fts, .plfts, .phfts, .wfts: return "="
+        }
+    }
+
+    /// The SQL of a logic tree.
+    mutating func logic(_ group: LogicGroup, on table: String, relation: Relation?) -> String {
+        let parts = group.children.map { child -> String in
+            switch child {
+            case .filter(let filter): return self.condition(filter, on: table, relation: relation)
+            case .group(let inner): return self.logic(inner, on: table, relation: relation)
+            }
+        }
+        let joined = parts.isEmpty ? (group.op == .and ? "TRUE" : "FALSE") : parts.joined(separator: group.op == .and ? " AND " : " OR ")
+        return group.negated ? "NOT (\(joined))" : "(\(joined))"
+    }
+
+    /// The conditions of a node's modifiers, ANDed (empty: none).
+    mutating func conditions(_ modifiers: NodeModifiers, on table: String, relation: Relation?) -> [String] {
+        modifiers.filters.map { self.condition($0, on: table, relation: relation) }
+            + modifiers.logic.map { self.logic($0, on: table, relation: relation) }
+    }
+
+    /// ` ORDER BY …` (empty without terms).
+    mutating func orderBy(_ terms: [OrderTerm], on table: String) -> String {
+        guard !terms.isEmpty else { return "" }
+        let keys = terms.map { term -> String in
+            var key = self.expression(term.field, on: table)
+            if let direction = term.direction { key += " " + direction.rawValue.uppercased() }
+            if let nulls = term.nulls { key += nulls == .first ? " NULLS FIRST" : " NULLS LAST" }
+            return key
+        }
+        return " ORDER BY " + keys.joined(separator: ", ")
+    }
+
+    /// ` LIMIT $n OFFSET $m` for the values given.
+    mutating func range(limit: Int?, offset: Int?) -> String {
+        var sql = ""
+        if let limit { sql += " LIMIT \(self.bind(String(limit)))::bigint" }
+        if let offset, offset > 0 { sql += " OFFSET \(self.bind(String(offset)))::bigint" }
+        return sql
+    }
+
+    /// A PostgreSQL array literal of `items`, every element double-quoted with `\` and `"` escaped.
+    static func arrayLiteral(_ items: [String]) -> String {
+        "{"
+            + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }.joined(
+                separator: ",") + "}"
+    }
+}

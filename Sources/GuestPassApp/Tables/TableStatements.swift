@@ -1,0 +1,196 @@
+import GuestPassPostgres
+import PostgRESTGrammar
+
+/// What a table request asks the database for, once its request has been parsed and its relation found.
+struct TablePlan {
+    enum Action: Equatable {
+        case read(head: Bool)
+        case insert
+        case update
+        case delete
+    }
+
+    let catalog: RelationCatalog
+    let relation: Relation
+    let query: TableQuery
+    let preferences: Preferences
+    let action: Action
+    /// `Accept: application/vnd.pgrst.object+json`: exactly one row, answered as an object.
+    let singular: Bool
+    /// `;nulls=stripped`: members whose value is null are left out.
+    let stripNulls: Bool
+    /// `db-max-rows`.
+    let maxRows: Int
+    /// The root range after `limit`/`offset` and the `Range` header.
+    let offset: Int
+    let limit: Int?
+
+    var wantsCount: Bool { self.preferences.count != nil }
+    var returnsRepresentation: Bool { self.preferences.returnPreference == .representation }
+    var returnsHeadersOnly: Bool { self.preferences.returnPreference == .headersOnly }
+}
+
+/// The body of an insert or update: the client's JSON text, passed to PostgreSQL untouched as one parameter, and the
+/// columns it writes (its keys, or `columns=`), each known to the relation.
+struct TableBody {
+    /// A JSON array of objects (an object body is wrapped in `[`…`]`).
+    let arrayText: String
+    let columns: [Relation.Column]
+    /// The body held no row (`[]`) or no column (`{}` / `[{}]`).
+    let rowCount: Int
+}
+
+/// The one statement of a table request. Every statement answers one row: `total` (the count asked for, or NULL),
+/// `page_total` (rows read or written), `body` (the JSON text PostgreSQL built, or NULL) and `inserted` (rows an upsert
+/// inserted rather than updated, or NULL).
+enum TableStatements {
+    /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
+    static func read(_ plan: TablePlan) throws -> PostgresStatement {
+        var sql = TableSQL()
+        let table = TableSQL.quoted(plan.relation.name)
+        var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
+        let (list, inner) = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
+        try self.requireEmbedded(plan.query, select.embeddedPaths)
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + inner
+        let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
+        let order = sql.orderBy(plan.query.root.order, on: table)
+        let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
+        let page = "SELECT \(list.isEmpty ? "" : list.joined(separator: ", ")) \(from)\(order)\(sql.range(limit: limit, offset: plan.offset))"
+        var total = "NULL::bigint"
+        if plan.wantsCount {
+            // The same filters again (their parameters bound anew): a count of what the policies let the caller see.
+            let countConditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + inner
+            total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(self.whereClause(countConditions)))"
+        }
+        let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan)
+        return PostgresStatement(
+            "SELECT \(total) AS total, count(_t) AS page_total, \(body) AS body, NULL::bigint AS inserted FROM (\(page)) AS _t",
+            sql.parameters
+        )
+    }
+
+    /// `POST`: insert (or upsert) the body's rows.
+    static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
+        var sql = TableSQL()
+        let table = TableSQL.quoted(plan.relation.name)
+        let names = body.columns.map { TableSQL.quoted($0.name) }
+        let payload = sql.bind(body.arrayText)
+        var statement = "INSERT INTO \(TableSQL.qualified(plan.relation)) AS \(table)"
+        if body.columns.isEmpty {
+            // Rows of defaults only (`{}`): a SELECT of no columns fills every column with its default.
+            statement += " SELECT FROM json_array_elements(\(payload)::json)"
+        } else if plan.preferences.missing == .default {
+            // A key absent from a row takes the column's default (catalog text, never a client's).
+            let values = body.columns.map { column in
+                "CASE WHEN _e.j ? \(sql.bind(column.name)) THEN _b.\(TableSQL.quoted(column.name)) ELSE \(column.defaultExpression ?? "NULL") END"
+            }
+            statement +=
+                " (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM jsonb_array_elements(\(payload)::jsonb) "
+                + "WITH ORDINALITY AS _e(j, i) CROSS JOIN LATERAL jsonb_to_record(_e.j) AS _b(\(self.recordColumns(body.columns))) ORDER BY _e.i"
+        } else {
+            statement +=
+                " (\(names.joined(separator: ", "))) SELECT \(names.map { "_b." + $0 }.joined(separator: ", ")) "
+                + "FROM json_to_recordset(\(payload)::json) AS _b(\(self.recordColumns(body.columns)))"
+        }
+        if let resolution = plan.preferences.resolution,
+            let target = plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
+        {
+            let conflict = target.map(TableSQL.quoted).joined(separator: ", ")
+            if resolution == .mergeDuplicates, !names.isEmpty {
+                statement += " ON CONFLICT (\(conflict)) DO UPDATE SET " + names.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+            } else {
+                statement += " ON CONFLICT (\(conflict)) DO NOTHING"
+            }
+        }
+        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: true)
+    }
+
+    /// `PATCH`: set the body's columns on the rows the filters match.
+    static func update(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
+        var sql = TableSQL()
+        let table = TableSQL.quoted(plan.relation.name)
+        let payload = sql.bind(body.arrayText)
+        let assignments = body.columns.map { "\(TableSQL.quoted($0.name)) = _b.\(TableSQL.quoted($0.name))" }
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
+        let statement =
+            "UPDATE \(TableSQL.qualified(plan.relation)) AS \(table) SET \(assignments.joined(separator: ", ")) "
+            + "FROM (SELECT * FROM json_to_recordset(\(payload)::json) AS _b(\(self.recordColumns(body.columns))) LIMIT 1) AS _b"
+            + self.whereClause(conditions)
+        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
+    }
+
+    /// `DELETE`: the rows the filters match.
+    static func delete(_ plan: TablePlan) throws -> PostgresStatement {
+        var sql = TableSQL()
+        let table = TableSQL.quoted(plan.relation.name)
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
+        let statement = "DELETE FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
+        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
+    }
+
+    /// `WITH pgrst_source AS (<statement> RETURNING …) SELECT …`: `RETURNING 1` unless the rows are wanted back, so a
+    /// minimal write needs no SELECT policy; the representation is built by PostgreSQL from the returned rows
+    /// (embeddings read the other tables as they were before the statement). A singular request with other than one
+    /// row, or more rows than `max-affected` under `handling=strict`, raises in SQL so the transaction rolls back.
+    private static func mutation(_ plan: TablePlan, _ statement: String, table: String, sql: inout TableSQL, countsInserts: Bool) throws
+        -> PostgresStatement
+    {
+        let wantsRows = plan.returnsRepresentation || plan.returnsHeadersOnly
+        let inserted = countsInserts ? ", (\(table).xmax::text = '0') AS pgrst_inserted" : ""
+        let returning = wantsRows ? " RETURNING \(table).*\(inserted)" : " RETURNING 1\(countsInserts ? inserted : "")"
+        var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
+        var body = "NULL::text"
+        var list = ["1"]
+        var order = ""
+        if plan.returnsRepresentation {
+            list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql).list
+            try self.requireEmbedded(plan.query, select.embeddedPaths)
+            order = sql.orderBy(plan.query.root.order, on: table)
+            body = self.bodyExpression(plan)
+        } else if plan.returnsHeadersOnly, !plan.relation.primaryKey.isEmpty {
+            list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }
+            body = "json_agg(_t)::text"
+        }
+        var checks: [String] = []
+        if plan.singular {
+            checks.append("CASE WHEN count(_t) <> 1 THEN guestpass_server.refuse_table_result('\(PostgRESTCode.notSingular)', count(_t)) END")
+        }
+        if plan.preferences.handling == .strict, let most = plan.preferences.maxAffected, plan.action == .update || plan.action == .delete {
+            checks.append(
+                "CASE WHEN count(_t) > \(sql.bind(String(most)))::bigint THEN guestpass_server.refuse_table_result('\(PostgRESTCode.maxAffected)', count(_t)) END"
+            )
+        }
+        let insertedCount = countsInserts ? "(SELECT count(*) FROM pgrst_source WHERE pgrst_inserted)" : "NULL::bigint"
+        let checked = checks.map { ", " + $0 }.joined()
+        return PostgresStatement(
+            "WITH pgrst_source AS (\(statement)\(returning)) SELECT NULL::bigint AS total, count(_t) AS page_total, \(body) AS body, "
+                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list.joined(separator: ", ")) FROM pgrst_source AS \(table)\(order)) AS _t",
+            sql.parameters
+        )
+    }
+
+    /// The JSON body: an array, or the one object of a singular request; `json_strip_nulls` for `nulls=stripped`.
+    private static func bodyExpression(_ plan: TablePlan) -> String {
+        let aggregate = plan.stripNulls ? "json_strip_nulls(json_agg(_t))" : "json_agg(_t)"
+        return plan.singular ? "coalesce((\(aggregate)->0)::text, 'null')" : "coalesce(\(aggregate)::text, '[]')"
+    }
+
+    /// `"col" type, …` for `json_to_recordset(…) AS _b(…)`: types from the schema cache.
+    private static func recordColumns(_ columns: [Relation.Column]) -> String {
+        columns.map { TableSQL.quoted($0.name) + " " + $0.type }.joined(separator: ", ")
+    }
+
+    private static func whereClause(_ conditions: [String]) -> String {
+        conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+    }
+
+    /// Every embedded filter, order or range names an embedding of `select` (else 400 `PGRST108`).
+    private static func requireEmbedded(_ query: TableQuery, _ paths: Set<[String]>) throws {
+        for path in query.embedded.keys.sorted(by: { $0.joined(separator: ".") < $1.joined(separator: ".") }) where !paths.contains(path) {
+            let name = path.joined(separator: ".")
+            throw APIError(
+                .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(name)' is not an embedded resource in this request",
+                hint: "Verify that '\(name)' is included in the 'select' query parameter.")
+        }
+    }
+}

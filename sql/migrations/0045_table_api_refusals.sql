@@ -1,0 +1,26 @@
+-- the table API's refusals that must roll a write back: a singular response with other than one row, max-affected
+-- `/rest/v1/<table>` answers PostgREST's 406 PGRST116 when a request asks for one object
+-- (`Accept: application/vnd.pgrst.object+json`) and the statement touched 0 or several rows, and 400 PGRST124 when a
+-- PATCH or DELETE under `Prefer: handling=strict, max-affected=n` touched more than n. For a write, the rows must not
+-- stay written: the statement itself raises, so the request transaction (one pipeline, one Sync) rolls back as a
+-- whole. The error is PostgREST's own convention for SQL that answers with a PostgREST code: SQLSTATE 'PGRST', the
+-- code as the message, the row count as the detail (`HTTP/APIError.swift` maps it).
+
+create function guestpass_server.refuse_table_result(p_code text, p_rows bigint)
+    returns text
+    language plpgsql
+    volatile
+    set search_path = ''
+    as $$
+begin
+    raise exception '%', p_code using errcode = 'PGRST', detail = p_rows::text;
+end
+$$;
+
+comment on function guestpass_server.refuse_table_result(text, bigint) is
+    'GuestPass server: raises SQLSTATE PGRST with message p_code (PGRST116: not one row for a singular response; '
+    'PGRST124: more rows than max-affected) and detail p_rows, so the table API''s statement and its transaction roll back.';
+
+revoke all on function guestpass_server.refuse_table_result(text, bigint) from public;
+grant usage on schema guestpass_server to service_role;
+grant execute on function guestpass_server.refuse_table_result(text, bigint) to anon, authenticated, service_role;
