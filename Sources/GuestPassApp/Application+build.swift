@@ -54,8 +54,9 @@ func buildRouter(
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
-    RPCRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog).register(on: router)
-    TableRoutes(pool: pool, readPool: readPool ?? pool, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
+    let reads = ReadRouting(primary: pool, replica: readPool)
+    RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog).register(on: router)
+    TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

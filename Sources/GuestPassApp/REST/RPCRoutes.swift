@@ -13,8 +13,7 @@ import NIOCore
 /// primary.
 struct RPCRoutes: Sendable {
     let pool: PostgresPool
-    let readPool: PostgresPool
-    let replicaBackoff = ReplicaBackoff()
+    let reads: ReadRouting
     let authenticator: Authenticator
     let catalog: SchemaCache
 
@@ -33,7 +32,7 @@ struct RPCRoutes: Sendable {
         var request = request
         let caller = context.caller
         let name = context.parameters.get("function") ?? ""
-        let schema = try self.schema(for: request, readOnlyRequest: readOnlyRequest)
+        let schema = try TableRequest.schema(request, schemas: self.catalog.schemas, readOnly: readOnlyRequest)
         var arguments: [String: JSONValue]
         if readOnlyRequest {
             var fromQuery: [String: JSONValue] = [:]
@@ -83,7 +82,7 @@ struct RPCRoutes: Sendable {
         let results: [PostgresResult]
         do {
             if readOnlyRequest || function.isReadOnly {
-                results = try await self.read(caller.identity, statement)
+                results = try await self.reads.run(caller.identity, [statement])
             } else {
                 results = try await self.pool.requestTransaction(caller.identity, [statement])
             }
@@ -93,47 +92,12 @@ struct RPCRoutes: Sendable {
             throw error
         }
         ServiceMetrics.rpc(name, status: function.shape == .void ? 204 : 200)
-        if function.shape == .void { return Response(status: .noContent) }
+        // PostgREST names the schema back when the client could choose among several.
+        var headers: HTTPFields = self.catalog.schemas.count > 1 ? [.contentProfile: schema] : [:]
+        if function.shape == .void { return Response(status: .noContent, headers: headers) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
-        return Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: body))
-        )
-    }
-
-    /// Runs a read-only call on the read replica, or on the primary when the replica cannot answer — down,
-    /// unreachable, out of connections, or a recovery conflict cancelled the query: a read may run twice, and the
-    /// primary holds everything the replica does. Errors of the call itself (a bad argument, a refused caller) are
-    /// the answer, from wherever they came.
-    /// After a failure the replica is left alone for `ReplicaBackoff.pause`, so a replica that hangs instead of refusing
-    /// costs one slow call, not one per read.
-    private func read(_ identity: RequestIdentity, _ statement: PostgresStatement) async throws -> [PostgresResult] {
-        guard self.readPool !== self.pool, self.replicaBackoff.mayTry() else {
-            return try await self.pool.requestTransaction(identity, readOnly: true, [statement])
-        }
-        do {
-            return try await self.readPool.requestTransaction(identity, readOnly: true, [statement])
-        } catch let error as PostgresError
-            where error.isConnectionError || error.kind == .acquireTimeout || error.sqlState?.isUnavailability == true
-            || error.sqlState == .serializationFailure
-        {
-            ServiceMetrics.readReplicaFallback()
-            if error.kind != .acquireTimeout, error.sqlState != .serializationFailure { self.replicaBackoff.failed() }
-            return try await self.pool.requestTransaction(identity, readOnly: true, [statement])
-        }
-    }
-
-    /// The schema the request targets: the first exposed schema, or the one named by `Content-Profile` (POST) /
-    /// `Accept-Profile` (GET), which must be exposed.
-    private func schema(for request: Request, readOnlyRequest: Bool) throws -> String {
-        let header = HTTPField.Name(readOnlyRequest ? "Accept-Profile" : "Content-Profile")!
-        guard let requested = request.headers[header] else { return self.catalog.schemas[0] }
-        guard self.catalog.schemas.contains(requested) else {
-            throw APIError(
-                .notAcceptable, code: "PGRST106", message: "The schema must be one of the following: \(self.catalog.schemas.joined(separator: ", "))"
-            )
-        }
-        return requested
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
     /// The one overload whose argument names fit `arguments` (all required ones given, none unknown), or nil.
@@ -148,14 +112,3 @@ struct RPCRoutes: Sendable {
     }
 }
 
-/// When the read replica last failed to answer: reads skip it for `pause` after that, then try it again.
-final class ReplicaBackoff: Sendable {
-    static let pause: Duration = .seconds(5)
-    private let failedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
-
-    func mayTry() -> Bool {
-        self.failedAt.withLockedValue { $0.map { ContinuousClock.now - $0 >= Self.pause } ?? true }
-    }
-
-    func failed() { self.failedAt.withLockedValue { $0 = ContinuousClock.now } }
-}

@@ -79,7 +79,8 @@ struct ForeignKey: Sendable, Decodable {
 struct RelationCatalog: Sendable {
     var relations: [String: Relation] = [:]
     var foreignKeys: [ForeignKey] = []
-    /// The per-role `statement_timeout` (`ALTER ROLE … SET statement_timeout`), applied to each table request, since
+    /// The per-role `statement_timeout` (`ALTER ROLE … [IN DATABASE …] SET statement_timeout`, the database's own
+    /// setting first), applied to each table request, since
     /// `set_config('role', …)` does not apply a role's settings the way a login does.
     var statementTimeouts: [String: String] = [:]
 
@@ -134,12 +135,14 @@ struct RelationCatalog: Sendable {
             JOIN pg_catalog.pg_namespace AS rn ON rn.oid = r.relnamespace
             WHERE f.contype = 'f' AND n.nspname = ANY (string_to_array($1, ',')) AND rn.nspname = ANY (string_to_array($1, ','))), '[]'),
           'statement_timeouts', coalesce((
-            SELECT json_object_agg(r.rolname, substr(setting, length('statement_timeout=') + 1))
-            FROM pg_catalog.pg_db_role_setting AS s
-            JOIN pg_catalog.pg_roles AS r ON r.oid = s.setrole
-            CROSS JOIN LATERAL unnest(s.setconfig) AS setting
-            WHERE s.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
-              AND r.rolname IN ('anon', 'authenticated', 'service_role') AND setting LIKE 'statement_timeout=%'), '{}'),
+            SELECT json_object_agg(t.rolname, t.value) FROM (
+              SELECT DISTINCT ON (r.rolname) r.rolname, substr(setting, length('statement_timeout=') + 1) AS value
+              FROM pg_catalog.pg_db_role_setting AS s
+              JOIN pg_catalog.pg_roles AS r ON r.oid = s.setrole
+              CROSS JOIN LATERAL unnest(s.setconfig) AS setting
+              WHERE s.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
+                AND r.rolname IN ('anon', 'authenticated', 'service_role') AND setting LIKE 'statement_timeout=%'
+              ORDER BY r.rolname, s.setdatabase DESC) AS t), '{}'),
           'writable_without_rls', coalesce((
             SELECT json_agg(DISTINCT n.nspname || '.' || c.relname)
             FROM pg_catalog.pg_class AS c

@@ -8,11 +8,11 @@ import PostgRESTGrammar
 /// PostgREST's table API: `GET`/`HEAD`/`POST`/`PATCH`/`DELETE /rest/v1/<table or view>` for the relations of the
 /// exposed schemas, as the Supabase SDKs' `from(…)` calls send them. Each request is one statement in the request
 /// transaction (the caller's role and verified claims, one round trip), so row-level security decides every row:
-/// reads run on `readPool` (a replica when configured), writes on `pool`. `TableRequest` checks the URL and headers,
+/// reads run through `reads` (a replica when configured), writes on `pool`. `TableRequest` checks the URL and headers,
 /// `TableStatements` builds the SQL, `TableResponse` shapes the answer.
 struct TableRoutes: Sendable {
     let pool: PostgresPool
-    let readPool: PostgresPool
+    let reads: ReadRouting
     let authenticator: Authenticator
     let catalog: SchemaCache
     /// `db-max-rows`: the most rows any read returns (`GUESTPASS_DB_MAX_ROWS`, Supabase's 1000 by default).
@@ -81,7 +81,7 @@ struct TableRoutes: Sendable {
         }
         let results: [PostgresResult]
         if case .read = action {
-            results = try await self.readPool.requestTransaction(identity, readOnly: true, statements)
+            results = try await self.reads.run(identity, statements)
         } else {
             results = try await self.pool.requestTransaction(identity, statements)
         }
