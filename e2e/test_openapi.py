@@ -131,7 +131,9 @@ def test_huge_numbers_in_user_data_keep_the_profile_readable(fuzz_server, fuzz_a
     assert updated.status_code == 200, updated.text[:300]
     read = http.get(fuzz_server.url + "/auth/v1/user", headers=guest_headers(fuzz_app, guest))
     assert read.status_code == 200, read.text[:300]
-    assert {key: read.json()["user_metadata"][key] for key in data} == data
+    # They come back as PostgreSQL writes them, in full (232 and 309 digits, which Python reads as ints): the values
+    # sent, exactly, so each is the float sent.
+    assert {key: float(read.json()["user_metadata"][key]) for key in data} == data
 
 
 def test_a_dead_session_is_a_403_not_a_500(fuzz_server, fuzz_app, standin, http):  # noqa: F811

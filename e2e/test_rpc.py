@@ -55,3 +55,10 @@ def test_rpc_tenants_are_isolated(server, app):
     with pytest.raises(APIError) as raised:
         first.rpc("get_user_readings", {"p_user_id": other_id}).execute()
     assert raised.value.code == "42501"
+
+
+def test_rpc_numbers_keep_their_digits(server, app):
+    """Python's ints are exact: 2^53 + 1 reaches PostgreSQL and comes back unrounded (a Double would make it 2^53)."""
+    client = signed_in_client(server, app)
+    assert client.rpc("echo_bigint", {"p": 9007199254740993}).execute().data == 9007199254740993
+    assert client.rpc("echo_numeric", {"p": 10**39 + 1}).execute().data == 10**39 + 1

@@ -7,9 +7,9 @@ import Foundation
 /// encoded twice in one container appearing once with its last value (as with `JSONEncoder`), no whitespace, `/` not
 /// escaped, `"` `\` and control characters escaped (`\n`, `\r`, `\t`, `\b`, `\f`, else `\u00XX`), other characters as
 /// UTF-8. Numbers: integers as integers, floating-point values as Swift prints them (`1.5`, `1e+20`), a whole one
-/// without `.0`; non-finite ones throw `EncodingError.invalidValue`, as `JSONEncoder` does. `Date` is seconds since
-/// 1970 (the JWT NumericDate), `Data` base64, `URL` its absolute string. Optional members that are nil are omitted
-/// (`encodeIfPresent`), as with `JSONEncoder`.
+/// without `.0`; non-finite ones throw `EncodingError.invalidValue`, as `JSONEncoder` does; a `JSONNumberLiteral` as
+/// written, digit for digit. `Date` is seconds since 1970 (the JWT NumericDate), `Data` base64, `URL` its absolute
+/// string. Optional members that are nil are omitted (`encodeIfPresent`), as with `JSONEncoder`.
 ///
 /// Design: one pass over the value builds a small tree, then one pass writes the bytes (a container is only known to be
 /// finished when the value's `encode(to:)` returns). Only containers are nodes of the tree: every scalar is written
@@ -63,6 +63,11 @@ final class JSONArena {
 
     func integer(_ value: some BinaryInteger & CustomStringConvertible) -> Range<Int> {
         self.appending { $0.append(contentsOf: value.description.utf8) }
+    }
+
+    /// `text` unchanged: a `JSONNumberLiteral`'s, checked when it was made.
+    func verbatim(_ text: String) -> Range<Int> {
+        self.appending { $0.append(contentsOf: text.utf8) }
     }
 
     func string(_ text: String) -> Range<Int> {

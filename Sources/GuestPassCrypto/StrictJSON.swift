@@ -1,4 +1,5 @@
-/// A strict JSON (RFC 8259) syntax check run on JWT headers and payloads before they reach `JSONDecoder`.
+/// A strict JSON (RFC 8259) syntax check run on JWT headers and payloads before they reach `JSONDecoder`, and on the text
+/// of a `JSONNumberLiteral`.
 ///
 /// It accepts exactly one top-level object, rejects duplicate member names at every level (compared after
 /// unescaping, so `"alg"` and `"\u0061lg"` collide, as RFC 7515 §4 requires of headers), lone surrogates,
@@ -18,6 +19,12 @@ struct StrictJSON {
         }
         _ = parser.skipWhitespace()
         return parser.index == bytes.count
+    }
+
+    /// Whether `bytes` is exactly one JSON number, nothing around it.
+    static func isNumber(_ bytes: [UInt8]) -> Bool {
+        var parser = StrictJSON(bytes: bytes)
+        return parser.parseNumber() && parser.index == bytes.count
     }
 
     private init(bytes: [UInt8]) {

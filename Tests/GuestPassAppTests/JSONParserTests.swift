@@ -69,11 +69,45 @@ import Testing
         let big = "-5760016731011541" + String(repeating: "0", count: 216)
         #expect(try Self.parse(#"{"n":\#(big)}"#) == .object(["n": .number(-5.760016731011541e231)]))
         let largest = "17976931348623157" + String(repeating: "0", count: 292)
-        #expect(try Self.parse("[\(largest)]") == .array([.number(.greatestFiniteMagnitude)]))
+        #expect(try Self.parse("[\(largest)]") == .array([.number(1.7976931348623157e308)]))
         let smallest = "0." + String(repeating: "0", count: 323) + "5"
         #expect(try Self.parse("[\(smallest)]") == .array([.number(5e-324)]))
         let tooLong = "1" + String(repeating: "0", count: JSONParser.maxNumberLength)
         #expect(throws: JSONParser.Failure.self) { try Self.parse("[\(tooLong)]") }
+    }
+
+    /// A number keeps the text it was written with: integers beyond 2^53, decimals beyond a `Double`'s 17 significant
+    /// digits, trailing zeros (PostgreSQL's `numeric` keeps the scale), exponents and `-0` come out byte for byte.
+    @Test(arguments: [
+        "9007199254740993", "-9223372036854775808", "123456789012345678901234567890.123456789", "0.1",
+        "0.1000000000000000055511151231257827", "1.50", "-0", "1E+2", "2.5e-3",
+    ])
+    func keepsNumbersAsWritten(_ literal: String) throws {
+        #expect(try Self.parse("[\(literal)]").jsonText == "[\(literal)]")
+        #expect(try Self.parse(#"{"n":\#(literal)}"#).jsonText == #"{"n":\#(literal)}"#)
+    }
+
+    /// The range is PostgreSQL's, bounded by what a later read of the stored value accepts: a number is refused when
+    /// PostgreSQL would write it back (as `numeric`, in plain decimal) in more than `maxNumberLength` bytes, whether or
+    /// not a `Double` can hold it.
+    @Test func refusesWhatPostgreSQLWouldWriteTooLong() throws {
+        for accepted in ["1e399", "-1e398", "1e-398", "0e-398", "1.5e-397", "0e999"] {
+            #expect(try Self.parse("[\(accepted)]").jsonText == "[\(accepted)]", "\(accepted)")
+        }
+        for refused in ["1e400", "-1e399", "1e-399", "0e-399", "1.5e-398", "10e399", "1e999999999999"] {
+            #expect(throws: JSONParser.Failure.self, "\(refused)") { try Self.parse("[\(refused)]") }
+        }
+    }
+
+    /// Equality is numeric and exact: the same value written differently is equal, neighbours a `Double` cannot tell
+    /// apart are not.
+    @Test func numbersAreEqualWhenTheirValuesAre() throws {
+        #expect(
+            try Self.parse("[-12.5e1,1.0,100e-2,0,-0.0,0.1]")
+                == .array([.number(-125), .number(1), .number(1), .number(0), .number(0), .number(0.1)]))
+        #expect(try Self.parse("[9007199254740993]") != .array([.number(9007199254740992)]))
+        #expect(try Self.parse("[0.1000000000000000055511151231257827]") != .array([.number(0.1)]))
+        #expect(try Self.parse("[1]") != .array([.number(-1)]))
     }
 
     @Test func roundTripsThroughJSONText() throws {

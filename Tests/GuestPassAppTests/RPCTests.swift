@@ -105,6 +105,38 @@ import Testing
         }
     }
 
+    /// A JSON number reaches PostgreSQL as the text it was written with, and results are PostgreSQL's own JSON: no
+    /// digit is lost to a `Double` either way (`echo_bigint` and `echo_numeric` of sql/examples return their argument).
+    @Test func numbersArriveAndReturnDigitForDigit() async throws {
+        try await TestService.with(examples: true) { service in
+            let tenant = try await service.createTenant()
+            try await service.withServer { client in
+                let guest = try await Self.guest(client, tenant)
+                let bigint = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p": 9007199254740993}"#)
+                #expect(bigint.status == .ok, "\(bigint.text)")
+                #expect(bigint.text == "9007199254740993")
+                let viaGet = try await client.call(
+                    .get, "/rest/v1/rpc/echo_bigint?p=9007199254740993", apiKey: tenant.publishableKey, bearer: guest.access)
+                #expect(viaGet.text == "9007199254740993")
+                let smallest = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p":-9223372036854775808}"#)
+                #expect(smallest.text == "-9223372036854775808")
+
+                for numeric in ["12345678901234567890.12345678901234567890", "0.1000000000000000055511151231257827", "1.50", "0.000"] {
+                    let echoed = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":\#(numeric)}"#)
+                    #expect(echoed.text == numeric)
+                }
+                let exponent = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":1.5E+20}"#)
+                #expect(exponent.text == "150000000000000000000", "PostgreSQL writes numeric in plain decimal")
+
+                // Inside a jsonb argument too.
+                let added = try await Self.rpc(
+                    client, tenant, "add_reading", guest, #"{"p_kind":"palm","p_content":{"n":9007199254740993,"x":1.50}}"#)
+                #expect(added.status == .ok, "\(added.text)")
+                #expect(added.text.contains("9007199254740993") && added.text.contains("1.50"), "\(added.text)")
+            }
+        }
+    }
+
     @Test func serviceRoleSeesItsOwnAppOnly() async throws {
         try await TestService.with(examples: true) { service in
             let x = try await service.createTenant(name: "x")

@@ -58,6 +58,32 @@ import Testing
         }
     }
 
+    /// Metadata numbers keep their digits through the database, the token and the profile, and one no `Double` holds
+    /// (`1e399`) leaves the token usable: verifying a token does not decode the metadata.
+    @Test func metadataNumbersKeepTheirDigits() async throws {
+        try await TestService.with { service in
+            let tenant = try await service.createTenant()
+            try await service.withServer { client in
+                let session = try await client.signUp(
+                    tenant, deviceSecret: UUID().uuidString,
+                    extra: #","big":9007199254740993,"exact":0.1000000000000000055511151231257827,"huge":1e399"#
+                )
+                #expect(session.status == .ok, "\(session.text)")
+                let access = try #require(session.string("access_token"))
+                let claims = try #require(access.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode(String($0)) })
+                let huge = "1" + String(repeating: "0", count: 399)
+                for text in [session.text, String(decoding: claims, as: UTF8.self)] {
+                    #expect(text.contains(#""big":9007199254740993"#))
+                    #expect(text.contains(#""exact":0.1000000000000000055511151231257827"#))
+                }
+                let profile = try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: access)
+                #expect(profile.status == .ok, "\(profile.text)")
+                #expect(profile.text.contains(#""big":9007199254740993"#))
+                #expect(profile.text.contains(#""huge":\#(huge)"#), "PostgreSQL writes numbers out in full")
+            }
+        }
+    }
+
     @Test func hundredConcurrentSignUpsWithOneDeviceMakeOneUser() async throws {
         try await TestService.with({ $0.signupBurstPerIP = 1000 }) { service in
             let tenant = try await service.createTenant()

@@ -79,6 +79,22 @@ import Testing
         #expect(throws: EncodingError.self) { try CompactJSONEncoder().encode(Nothing()) }
     }
 
+    /// A `JSONNumberLiteral` is written digit for digit, wherever it sits; its text is checked when it is made, and
+    /// Foundation's encoder, which would round it, refuses it.
+    @Test func numberLiteralsAreWrittenAsGiven() throws {
+        let big = try #require(JSONNumberLiteral("9007199254740993"))
+        let exact = try #require(JSONNumberLiteral("0.1000000000000000055511151231257827"))
+        let huge = try #require(JSONNumberLiteral("-1.50E+400"))
+        #expect(try CompactJSONEncoder().encode(big) == Array("9007199254740993".utf8))
+        #expect(
+            try CompactJSONEncoder().encode(["a": [exact], "b": [huge]])
+                == Array(#"{"a":[0.1000000000000000055511151231257827],"b":[-1.50E+400]}"#.utf8))
+        for invalid in ["", "+1", "01", ".5", "1.", "1e", "-", "NaN", "inf", " 1", "1 ", "0x10", "1_000"] {
+            #expect(JSONNumberLiteral(invalid) == nil, "\(invalid.debugDescription)")
+        }
+        #expect(throws: EncodingError.self) { try JSONEncoder().encode(big) }
+    }
+
     @Test func roundTripsThroughJSONDecoder() throws {
         let bytes = try CompactJSONEncoder().encode(Self.everything.list)
         #expect(try JSONDecoder().decode([Inner].self, from: Data(bytes)) == Self.everything.list)

@@ -1,10 +1,11 @@
 -- reading functions (example app): every RPC function of sql/examples is SECURITY INVOKER with a pinned search_path,
 -- executable by exactly the roles it serves, STABLE when it only reads; called as user A it adds, lists, counts,
 -- summarises and deletes only A's readings, refuses get_user_readings for anyone else (42501), and device logs stay
--- per device; fail_with raises the error shapes the RPC endpoint maps. Fixtures: app X with users A (devices A1, A2)
--- and B (device B1), app Y with user C; readings RA1, RA2 (A), RB1 (B), RC1 (C). Needs sql/examples applied.
+-- per device; fail_with raises the error shapes the RPC endpoint maps; echo_bigint and echo_numeric return their
+-- argument digit for digit. Fixtures: app X with users A (devices A1, A2) and B (device B1), app Y with user C;
+-- readings RA1, RA2 (A), RB1 (B), RC1 (C). Needs sql/examples applied.
 begin;
-select plan(58);
+select plan(60);
 
 \ir lib/fixtures.sql
 \ir lib/readings.sql
@@ -23,7 +24,8 @@ select is(
             'public.count_readings()'::regprocedure, 'public.delete_reading(uuid)'::regprocedure,
             'public.get_user_readings(uuid)'::regprocedure, 'public.readings_summary()'::regprocedure,
             'public.add_device_log(text, text)'::regprocedure, 'public.list_device_logs()'::regprocedure,
-            'public.fail_with(text)'::regprocedure
+            'public.fail_with(text)'::regprocedure, 'public.echo_bigint(bigint)'::regprocedure,
+            'public.echo_numeric(numeric)'::regprocedure
         )
           and (p.prosecdef or not exists (
               select 1 from unnest(p.proconfig) as setting where setting = 'search_path=""'
@@ -39,7 +41,8 @@ select results_eq(
     $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
       from unnest(array[
           'public.add_device_log(text,text)', 'public.add_reading(text,jsonb)', 'public.count_readings()',
-          'public.delete_reading(uuid)', 'public.fail_with(text)', 'public.get_user_readings(uuid)',
+          'public.delete_reading(uuid)', 'public.echo_bigint(bigint)', 'public.echo_numeric(numeric)',
+          'public.fail_with(text)', 'public.get_user_readings(uuid)',
           'public.list_device_logs()', 'public.list_readings(text)', 'public.readings_summary()'
       ]) as f (fn)
       order by f.fn$$,
@@ -47,6 +50,8 @@ select results_eq(
              ('public.add_reading(text,jsonb)', 'authenticated'),
              ('public.count_readings()', 'authenticated'),
              ('public.delete_reading(uuid)', 'authenticated'),
+             ('public.echo_bigint(bigint)', 'authenticated,service_role'),
+             ('public.echo_numeric(numeric)', 'authenticated,service_role'),
              ('public.fail_with(text)', 'anon,authenticated'),
              ('public.get_user_readings(uuid)', 'authenticated'),
              ('public.list_device_logs()', 'authenticated'),
@@ -62,7 +67,8 @@ select is(
         join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
         where n.nspname = 'public'
           and p.proname in ('add_reading', 'list_readings', 'count_readings', 'delete_reading', 'get_user_readings',
-                            'readings_summary', 'add_device_log', 'list_device_logs', 'fail_with')
+                            'readings_summary', 'add_device_log', 'list_device_logs', 'fail_with', 'echo_bigint',
+                            'echo_numeric')
           and pg_temp.public_may_execute(p.oid)
     ),
     '{}'::text[],
@@ -76,12 +82,15 @@ select results_eq(
       join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
       where n.nspname = 'public'
         and p.proname in ('add_reading', 'list_readings', 'count_readings', 'delete_reading', 'get_user_readings',
-                          'readings_summary', 'add_device_log', 'list_device_logs', 'fail_with')
+                          'readings_summary', 'add_device_log', 'list_device_logs', 'fail_with', 'echo_bigint',
+                          'echo_numeric')
       order by 1$$,
     $$values ('add_device_log', 'v', 'bigint'),
              ('add_reading', 'v', 'readings'),
              ('count_readings', 's', 'integer'),
              ('delete_reading', 'v', 'void'),
+             ('echo_bigint', 'i', 'bigint'),
+             ('echo_numeric', 'i', 'numeric'),
              ('fail_with', 'v', 'void'),
              ('get_user_readings', 's', 'SETOF readings'),
              ('list_device_logs', 's',
@@ -222,6 +231,13 @@ select throws_ok(
 select is_empty('select * from public.list_device_logs()', 'A without a device claim: list_device_logs() is empty');
 select throws_ok(
     'select public.fail_with(''plain'')', 'P0001', 'plain failure', 'authenticated may call fail_with'
+);
+select is(
+    public.echo_bigint('9007199254740993')::text, '9007199254740993', 'echo_bigint returns 2^53 + 1 unchanged'
+);
+select is(
+    public.echo_numeric('0.1000000000000000055511151231257827')::text, '0.1000000000000000055511151231257827',
+    'echo_numeric returns all 34 digits unchanged'
 );
 reset role;
 

@@ -2,8 +2,8 @@ import Foundation
 
 /// The claims of an access token: Supabase/PostgREST-compatible, plus `app_id` and `device_id`
 /// (the device row's public id, never the device secret).
-struct AccessClaims: Codable, Sendable {
-    struct AuthenticationMethod: Codable, Sendable {
+struct AccessClaims: Encodable, Sendable {
+    struct AuthenticationMethod: Encodable, Sendable {
         let method: String
         let timestamp: Int
     }
@@ -24,6 +24,17 @@ struct AccessClaims: Codable, Sendable {
     let phone: String
     let app_id: String
     let device_id: String?
+
+    /// The claims a verified token is acted on by, decoded from its payload. The rest is not decoded (the payload goes
+    /// on as signed): Foundation's decoder would read the metadata's numbers as `Double`s, and refuse `1e399`.
+    struct ActedOn: Decodable {
+        let sub: String
+        let role: String
+        let exp: Int
+        let session_id: String
+        let app_id: String
+        let device_id: String?
+    }
 }
 
 /// The parts of a verified access token the server acts on.

@@ -48,7 +48,7 @@ struct TokenService: Sendable {
         let nowSeconds = Int(now.timeIntervalSince1970)
         if let cached = self.cache.lookup(token, now: nowSeconds) { return cached }
         let verified = try self.verifier.verify(token, now: now)
-        let claims = try JSONDecoder().decode(AccessClaims.self, from: verified.payload)
+        let claims = try JSONDecoder().decode(AccessClaims.ActedOn.self, from: verified.payload)
         guard claims.role == "authenticated", let userID = UUID(uuidString: claims.sub),
             let sessionID = UUID(uuidString: claims.session_id), let appID = UUID(uuidString: claims.app_id)
         else { throw JWTError(.invalidClaims) }

@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassCrypto
 
 /// A strict single-pass JSON parser (RFC 8259) into `JSONValue`, for request bodies.
 ///
@@ -7,7 +8,7 @@ import Foundation
 /// byte; PostgreSQL text cannot hold it), control characters in strings, nesting deeper than `maxDepth`, more than
 /// `maxValues` values in one document (a 1 MiB body of `[{},{},…]` is 330,000 of them), and trailing bytes.
 /// Strings are validated and copied byte runs at a time, then decoded once.
-/// Numbers become `Double`, as `JSONValue` holds them; for duplicate keys the last one wins.
+/// Numbers keep their text (`JSONNumber`), refused only beyond `maxNumberLength`; for duplicate keys the last one wins.
 struct JSONParser {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -18,9 +19,11 @@ struct JSONParser {
     /// The most values (scalars, arrays and objects) accepted in one document: far more than any call of an app
     /// needs, few enough that the worst document of that many values parses in a few milliseconds.
     static let defaultMaxValues = 20_000
-    /// The longest number accepted, in bytes: every finite `Double` written out in full (PostgreSQL's jsonb keeps numbers
-    /// as exact decimals, so `-5.7e231` comes back as 232 digits and `5e-324` as 326 characters), which `SessionUser`
-    /// reads back from the metadata a request stored. Longer is a 400.
+    /// The longest number accepted, in bytes, both as written and as PostgreSQL writes it back: `numeric` and `jsonb`
+    /// keep numbers as exact decimals and write them in plain decimal (`-5.7e231` comes back as 232 digits, `5e-324` as
+    /// 326 characters), which `SessionUser` reads back from the metadata a request stored, so what is stored must parse
+    /// again. Every finite `Double` written in full fits; `1e399` (400 digits) is accepted though no `Double` holds it,
+    /// `1e400` and `1e-399` are a 400. (PostgreSQL's own limit, 131072 digits before the point, is far beyond.)
     static let maxNumberLength = 400
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -228,7 +231,7 @@ struct JSONParser {
 
     // MARK: Numbers and literals
 
-    private mutating func number() throws -> Double {
+    private mutating func number() throws -> JSONNumber {
         let start = self.index
         if self.peek() == UInt8(ascii: "-") { self.index += 1 }
         if self.peek() == UInt8(ascii: "0") {
@@ -245,11 +248,13 @@ struct JSONParser {
             if self.peek() == UInt8(ascii: "+") || self.peek() == UInt8(ascii: "-") { self.index += 1 }
             guard self.skipDigits() > 0 else { throw Failure(description: "invalid number at byte \(start)") }
         }
-        guard self.index - start <= Self.maxNumberLength,
-            let value = Double(String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)),
-            value.isFinite
-        else { throw Failure(description: "number out of range at byte \(start)") }
-        return value
+        guard self.index - start <= Self.maxNumberLength else { throw Failure(description: "number out of range at byte \(start)") }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
+        guard DecimalParts(text).plainDecimalLength <= Self.maxNumberLength else {
+            throw Failure(description: "number out of range at byte \(start)")
+        }
+        guard let literal = JSONNumberLiteral(text) else { throw Failure(description: "invalid number at byte \(start)") }
+        return JSONNumber(literal)
     }
 
     private mutating func skipDigits() -> Int {

@@ -1,39 +1,25 @@
-import Foundation
 import GuestPassCrypto
 
-/// Any JSON value, for client-chosen documents such as `user_metadata`.
-public enum JSONValue: Codable, Sendable, Equatable {
+/// Any JSON value, for client-chosen documents such as `user_metadata` and RPC arguments; numbers keep the text they
+/// were written with (`JSONNumber`).
+///
+/// Made from text by `JSONValue.parse` (`JSONParser`), written by `CompactJSONEncoder` (`jsonText`, responses, token
+/// claims). Not `Decodable`: Foundation's `JSONDecoder` would read every number as a `Double`, rounding
+/// `9007199254740993` and refusing `1e399`.
+public enum JSONValue: Encodable, Sendable, Equatable {
     case null
     case bool(Bool)
-    case number(Double)
+    case number(JSONNumber)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
-        case .number(let value):
-            if value.rounded() == value, abs(value) < 1e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
+        case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
@@ -52,8 +38,8 @@ public enum JSONValue: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// Serialised JSON text (`CompactJSONEncoder`: keys sorted, no whitespace); `null` for a non-finite number, which a
-    /// parsed value never holds.
+    /// Serialised JSON text (`CompactJSONEncoder`: keys sorted, no whitespace, numbers as written). Encoding a
+    /// `JSONValue` cannot fail; `null` would stand for a failure.
     public var jsonText: String {
         String(decoding: (try? CompactJSONEncoder().encode(self)) ?? Array("null".utf8), as: UTF8.self)
     }

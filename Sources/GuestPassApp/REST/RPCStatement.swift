@@ -31,13 +31,15 @@ enum RPCStatement {
         return PostgresStatement(sql, parameters, reusesPlan: true)
     }
 
-    /// The text PostgreSQL parses for `value` as the argument's type.
+    /// The text PostgreSQL parses for `value` as the argument's type. A number is its text as written, so
+    /// `9007199254740993` for a `bigint` and 40 digits for a `numeric` arrive exactly; as with PostgREST, PostgreSQL
+    /// decides what the type accepts (`1.5` or `1e3` for an `integer` is its 22P02, a 400).
     private static func text(of value: JSONValue, for argument: RPCFunction.Argument) throws -> String? {
         switch value {
         case .null: return nil
         case .string(let text): return text
         case .bool(let flag): return flag ? "true" : "false"
-        case .number: return value.jsonText
+        case .number(let number): return number.text
         case .object: return value.jsonText
         case .array(let elements):
             guard argument.typeName.hasSuffix("[]") else { return value.jsonText }
