@@ -39,6 +39,9 @@ struct TableRequest {
                 error.code == PostgRESTCode.invalidRange ? .rangeNotSatisfiable : .badRequest, code: error.code, message: error.message,
                 details: error.details, hint: error.hint)
         }
+        if let place = self.query.firstEmptyName {
+            throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "An empty name in \(place)", details: "Names must not be empty")
+        }
         self.preferences = Preferences.parse(headers: request.headers[values: .prefer])
         if self.preferences.transaction != nil {
             throw APIError(
@@ -104,4 +107,40 @@ extension HTTPField.Name {
     static let acceptProfile = Self("Accept-Profile")!
     static let contentProfile = Self("Content-Profile")!
     static let contentRange = Self("Content-Range")!
+}
+
+extension TableQuery {
+    /// The first empty name in the request (a column, alias, embedding or hint): PostgreSQL has no zero-length
+    /// identifier, so it is refused here, as a parse error, before any SQL is built.
+    var firstEmptyName: String? {
+        func fieldEmpty(_ field: FieldPath) -> Bool { field.column.isEmpty }
+        func itemsEmpty(_ items: [SelectItem]) -> Bool {
+            items.contains { item in
+                switch item {
+                case .star: return false
+                case .field(let field): return fieldEmpty(field.field) || field.alias?.isEmpty == true
+                case .embed(let embedding):
+                    return embedding.relation.isEmpty || embedding.alias?.isEmpty == true || embedding.hint?.isEmpty == true
+                        || itemsEmpty(embedding.items)
+                }
+            }
+        }
+        func treeEmpty(_ group: LogicGroup) -> Bool {
+            group.children.contains { child in
+                switch child {
+                case .filter(let filter): return fieldEmpty(filter.field)
+                case .group(let inner): return treeEmpty(inner)
+                }
+            }
+        }
+        func modifiersEmpty(_ modifiers: NodeModifiers) -> Bool {
+            modifiers.filters.contains { fieldEmpty($0.field) } || modifiers.logic.contains(where: treeEmpty)
+                || modifiers.order.contains { fieldEmpty($0.field) }
+        }
+        if itemsEmpty(self.select) { return "select" }
+        if modifiersEmpty(self.root) || self.embedded.values.contains(where: modifiersEmpty) { return "a filter or order" }
+        if self.columns?.contains("") == true { return "columns" }
+        if self.onConflict?.contains("") == true { return "on_conflict" }
+        return nil
+    }
 }
