@@ -1,32 +1,178 @@
-/// PostgREST's query-string grammar for table requests. STUB: the parser is being written; the signatures are final.
+/// PostgREST's query-string grammar for table requests (`ApiRequest/QueryParams.hs`): text in, a typed
+/// `TableQuery` out, or a `QueryGrammarError` with PostgREST's message, position and `unexpected … expecting …`.
+///
+/// The grammar is transcribed onto a small Parsec-like combinator engine (`Parser`) so that the same inputs parse,
+/// and fail at the same line and column, as in PostgREST. Like PostgREST, a parameter's parser stops where its
+/// grammar ends (`select=id)x` selects `id`). Unlike PostgREST, nesting is bounded (32 levels of logic groups or
+/// embeddings), limits must be integers, and integers must fit in `Int`. Not supported (parse errors): spreads,
+/// aggregates, ordering by an embedded column (`order=rel(col)`).
 public enum QueryGrammar {
-    /// The keys that are never filters: `select`, `order`, `limit`, `offset`, `columns`, `on_conflict`, `apikey`, and
-    /// the logic keys `or`, `and`, `not.or`, `not.and` (and their `<embedding>.`-prefixed forms).
-    ///
-    /// Splits a raw query string (the part after `?`, still percent-encoded) into decoded pairs, in order: `&`
-    /// separates pairs, the first `=` key from value, `+` is a space, `%XX` is decoded. Invalid UTF-8 after decoding,
-    /// a NUL, or a malformed `%` escape is a `QueryGrammarError` (400 PGRST100).
+    /// Splits a raw query string (the part after `?`, still percent-encoded) into decoded pairs, in order: `&` (and,
+    /// as in PostgREST, `;`) separates pairs, the first `=` key from value, `+` is a space, `%XX` is decoded. Empty
+    /// pieces and pieces without `=` are skipped (PostgREST ignores a key without a value). Invalid UTF-8 after
+    /// decoding, a NUL, or a malformed `%` escape is a `QueryGrammarError` (400 PGRST100).
     public static func pairs(rawQuery: String) throws(QueryGrammarError) -> [(key: String, value: String)] {
-        throw QueryGrammarError(message: "not implemented")
+        try QueryString.pairs(rawQuery)
     }
 
-    /// Parses the decoded pairs into a `TableQuery`. `apikey` is skipped. Repeated filter keys are all kept (ANDed);
-    /// a repeated `select`/`order`/`limit`/`offset`/`columns`/`on_conflict` keeps the last. A negative `offset` is
-    /// ignored; a negative `limit` is a `PGRST103` error (416).
+    /// Parses the decoded pairs into a `TableQuery`. `apikey` is skipped. `select`, `columns`, `on_conflict` are
+    /// those exact keys; a key whose last `.`-separated word is `order`, `limit`, `offset`, `or` or `and` applies to
+    /// the embedding its other words name (`rel.order`, `rel.not.or`); every other key is a filter
+    /// (`[embedding.]field[->path]`). Repeated filter and logic keys are all kept (ANDed); a repeated
+    /// `select`/`order`/`limit`/`offset`/`columns`/`on_conflict` keeps the last (per embedding). `select=` (empty)
+    /// selects nothing (`[]`). A negative `offset` is ignored; a negative `limit` is a `PGRST103` error (416).
+    /// Parameters are checked in PostgREST's order (order, logic, columns, select, filters, on_conflict, then
+    /// limit/offset), so the first error reported is the one PostgREST reports.
     public static func parse(_ pairs: [(key: String, value: String)]) throws(QueryGrammarError) -> TableQuery {
-        throw QueryGrammarError(message: "not implemented")
+        var parameters = QueryParameters()
+        for (key, value) in pairs { parameters.add(key: key, value: value) }
+        var query = TableQuery()
+        for (key, value) in parameters.orders {
+            let path = try Self.embeddingPath(ofKey: key)
+            let terms = try Self.run(LogicGrammar.order, on: value, context: "failed to parse order (\(value))")
+            query.modify(path) { $0.order = terms }
+        }
+        for (key, value) in parameters.logic {
+            let (path, op) = try Self.run(Self.logicPath, on: key, context: "failed to parse logic path (\(key))")
+            switch try Self.run(LogicGrammar.tree, on: op + value, context: "failed to parse logic tree (\(value))") {
+            case .group(let group): query.modify(path) { $0.logic.append(group) }
+            case .filter(let filter): query.modify(path) { $0.filters.append(filter) }
+            }
+        }
+        if let columns = parameters.columns {
+            query.columns = try Self.run(NameGrammar.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
+        }
+        if let select = parameters.select {
+            query.select = try Self.run(SelectGrammar.forest, on: select, context: "failed to parse select parameter (\(select))")
+        }
+        for (key, value) in parameters.filters {
+            let (path, field) = try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))")
+            let condition = try Self.run(FilterGrammar.condition(value: Primitive.rest), on: value, context: "failed to parse filter (\(value))")
+            query.modify(path) { $0.filters.append(Filter(field: field, condition: condition)) }
+        }
+        if let onConflict = parameters.onConflict {
+            query.onConflict = try Self.run(NameGrammar.columns, on: onConflict, context: "failed to parse on_conflict parameter (\(onConflict))")
+        }
+        for (key, value) in parameters.limits {
+            let path = try Self.embeddingPath(ofKey: key)
+            let limit = try Self.integer(value, parameter: "limit")
+            guard limit >= 0 else {
+                throw QueryGrammarError(code: "PGRST103", message: "Requested range not satisfiable", details: "Limit should be greater than or equal to zero.")
+            }
+            query.modify(path) { $0.limit = limit }
+        }
+        for (key, value) in parameters.offsets {
+            let path = try Self.embeddingPath(ofKey: key)
+            let offset = try Self.integer(value, parameter: "offset")
+            query.modify(path) { $0.offset = offset >= 0 ? offset : nil }
+        }
+        return query
     }
 
     /// The `Range` request header (`0-19`, `5-`; optional `items=` unit prefix is not PostgREST's, refuse it): the
     /// offset and the limit (nil for an open end). Nil when the header does not parse (PostgREST then ignores it).
+    /// A limit below 1 means the upper bound is below the lower (`5-2`): PostgREST answers 416 `PGRST103` then.
     public static func range(header: String) -> (offset: Int, limit: Int?)? {
-        nil
+        let parts = header.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, Self.isDigits(parts[0], allowEmpty: false), Self.isDigits(parts[1], allowEmpty: true),
+            let lower = Int(parts[0])
+        else { return nil }
+        if parts[1].isEmpty { return (lower, nil) }
+        guard let upper = Int(parts[1]) else { return nil }
+        let (span, overflow) = upper.subtractingReportingOverflow(lower)
+        guard !overflow, span < Int.max else { return nil }
+        return (lower, span + 1)
+    }
+
+    private static func isDigits(_ text: Substring, allowEmpty: Bool) -> Bool {
+        (allowEmpty || !text.isEmpty) && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+
+    /// Runs `parser` on `text` (not necessarily to its end, as Parsec's `parse`), its failure in PostgREST's shape:
+    /// message `"<context>" (line L, column C)`, details `unexpected … expecting …`.
+    static func run<Output>(_ parser: Parser<Output>, on text: String, context: String) throws(QueryGrammarError) -> Output {
+        let input = ParseInput(text)
+        let reply = parser.run(input, 0)
+        let failure: ParseFailure
+        switch reply {
+        case .success(let value, _, _, _) where input.fatalFailure == nil: return value
+        case .success: failure = input.fatalFailure ?? .unknown(at: 0)
+        case .failure(let replyFailure, _): failure = input.fatalFailure ?? replyFailure
+        }
+        let (line, column) = failure.sourcePosition(in: input.scalars)
+        throw QueryGrammarError(message: "\"\(context)\" (line \(line), column \(column))", details: failure.details)
+    }
+
+    /// `pLogicPath`: the embedding path of a logic key and its operator (`rel.not.or` → (["rel"], "not.or")).
+    private static var logicPath: Parser<(path: [String], op: String)> {
+        NameGrammar.fieldName.separated1(by: NameGrammar.delimiter).map { names in
+            let op = names.last ?? ""
+            return (Array(names.dropLast()).filter { $0 != "not" }, names.contains("not") ? "not." + op : op)
+        }
+    }
+
+    /// The embedding a modifier key (`rel.order`, `limit`) applies to.
+    private static func embeddingPath(ofKey key: String) throws(QueryGrammarError) -> [String] {
+        try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))").path
+    }
+
+    /// `limit`/`offset`: an optionally negative decimal integer, spaces around allowed, that fits in `Int`.
+    private static func integer(_ text: String, parameter: String) throws(QueryGrammarError) -> Int {
+        let digits = Primitive.char("-").map { _ in "-" }.or(default: "").flatMap { sign in
+            Primitive.digit.many1.map { sign + String(String.UnicodeScalarView($0)) }
+        }
+        let context = "failed to parse \(parameter) parameter (\(text))"
+        let literal = try Self.run(Primitive.lexeme(digits).skip(Primitive.endOfInput), on: text, context: context)
+        guard let value = Int(literal) else {
+            throw QueryGrammarError(message: "\"\(context)\" (line 1, column 1)", details: "\(parameter) out of range")
+        }
+        return value
     }
 }
 
-extension Preferences {
-    /// Parses every `Prefer` header value of a request (see `Preferences`).
-    public static func parse(headers: [String]) -> Preferences {
-        Preferences()
+/// The pairs of a query string sorted by what they are, in the order given; last wins where only one counts.
+private struct QueryParameters {
+    var select: String?
+    var columns: String?
+    var onConflict: String?
+    var orders: [(key: String, value: String)] = []
+    var limits: [(key: String, value: String)] = []
+    var offsets: [(key: String, value: String)] = []
+    var logic: [(key: String, value: String)] = []
+    var filters: [(key: String, value: String)] = []
+
+    mutating func add(key: String, value: String) {
+        switch key {
+        case "apikey": return
+        case "select": self.select = value
+        case "columns": self.columns = value
+        case "on_conflict": self.onConflict = value
+        default:
+            let lastWord = key.split(separator: ".", omittingEmptySubsequences: false).last.map(String.init) ?? key
+            switch lastWord {
+            case "order": Self.replace(&self.orders, key: key, value: value)
+            case "limit": Self.replace(&self.limits, key: key, value: value)
+            case "offset": Self.replace(&self.offsets, key: key, value: value)
+            case "or", "and": self.logic.append((key, value))
+            default: self.filters.append((key, value))
+            }
+        }
+    }
+
+    /// Keeps one pair a key: the last given.
+    private static func replace(_ pairs: inout [(key: String, value: String)], key: String, value: String) {
+        pairs.removeAll { $0.key == key }
+        pairs.append((key, value))
+    }
+}
+
+extension TableQuery {
+    /// The modifiers of the root (`path` empty) or of one embedding.
+    fileprivate mutating func modify(_ path: [String], _ change: (inout NodeModifiers) -> Void) {
+        if path.isEmpty {
+            change(&self.root)
+        } else {
+            change(&self.embedded[path, default: NodeModifiers()])
+        }
     }
 }

@@ -1,0 +1,87 @@
+/// `select=` as PostgREST's `pFieldForest` reads it: items separated by `,` (spaces around skipped), each `*`,
+/// `alias:field->path::cast`, or an embedding `alias:relation!hint!inner(items…)`.
+///
+/// Not supported (they fail to parse, as a 400 `PGRST100`): spreads `...rel(…)`, aggregates `count()`, `col.sum()`,
+/// and a cast after an aggregate. Embeddings nest at most `maximumDepth` deep.
+enum SelectGrammar {
+    typealias P = Primitive
+    typealias N = NameGrammar
+
+    /// The deepest embedding nesting the parser accepts (`a(b(c(…)))` counts one a level).
+    static let maximumDepth = 32
+
+    static var forest: Parser<[SelectItem]> { Self.forest(depth: 0) }
+
+    private static func forest(depth: Int) -> Parser<[SelectItem]> { Self.tree(depth: depth).separated(by: P.lexeme(P.char(","))) }
+
+    private static func tree(depth: Int) -> Parser<SelectItem> {
+        let children = Parser<[SelectItem]>.lazy {
+            depth >= Self.maximumDepth ? .fatal("embedding nested deeper than \(Self.maximumDepth) levels") : Self.forest(depth: depth + 1)
+        }
+        let embedding = Self.relation.attempt.flatMap { relation in
+            children.between(P.char("("), P.char(")")).map { items in
+                var embedding = relation
+                embedding.items = items
+                return SelectItem.embed(embedding)
+            }
+        }
+        return embedding.or(Self.field)
+    }
+
+    /// `pRelationSelect` up to (not including) its `(`.
+    private static var relation: Parser<Embedding> {
+        P.lexeme(
+            Self.alias.flatMap { alias in
+                N.fieldName.filter { $0 != "count" }.flatMap { name in
+                    Self.embedParameter.optional.flatMap { first in
+                        Self.embedParameter.optional.flatMap { second in
+                            P.string("(").lookAhead.attempt.map { _ in
+                                let parameters = [first, second].compactMap { $0 }
+                                let hint = parameters.lazy.compactMap { parameter -> String? in
+                                    if case .hint(let hint) = parameter { return hint }
+                                    return nil
+                                }.first
+                                let join = parameters.lazy.compactMap { parameter -> Bool? in
+                                    if case .join(let isInner) = parameter { return isInner }
+                                    return nil
+                                }.first
+                                return Embedding(relation: name, alias: alias, hint: hint, isInner: join ?? false, items: [])
+                            }
+                        }
+                    }
+                }
+            })
+    }
+
+    private enum EmbedParameter {
+        case hint(String)
+        case join(isInner: Bool)
+    }
+
+    /// `!left`, `!inner` or `!hint` (the first hint and the first join type of the two allowed win).
+    private static var embedParameter: Parser<EmbedParameter> {
+        P.char("!").then(
+            P.string("left").attempt.map { _ in EmbedParameter.join(isInner: false) }
+                .or(P.string("inner").attempt.map { _ in .join(isInner: true) })
+                .or(N.fieldName.map { .hint($0) }.attempt))
+    }
+
+    /// `alias:` (a single `:`; `::` starts a cast).
+    private static var alias: Parser<String?> { N.fieldName.skip(P.char(":").then(P.notFollowedBy(P.char(":")))).attempt.optional }
+
+    /// `pFieldSelect` without its aggregate forms: `*` or `alias:field->path::cast`, followed by `)`, `,` or the end.
+    private static var field: Parser<SelectItem> {
+        let end = P.string(")").lookAhead.attempt.then(Parser<Void>.pure(()))
+            .or(P.string(",").lookAhead.attempt.then(.pure(())))
+            .or(P.endOfInput.attempt)
+        let star = P.string("*").skip(end).attempt.map { _ in SelectItem.star }
+        let field = Self.alias.flatMap { alias in
+            N.field.flatMap { field in
+                P.string("::").then(N.identifier).optional.skip(end).map { cast in
+                    SelectItem.field(SelectField(field: field, alias: alias, cast: cast))
+                }
+            }
+        }
+        return P.lexeme(star.or(field))
+    }
+}

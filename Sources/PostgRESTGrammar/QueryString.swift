@@ -1,0 +1,56 @@
+/// The query string's bytes to decoded pairs, as PostgREST's `parseQueryReplacePlus True` splits them, but strict
+/// about what PostgREST would pass on: a malformed `%` escape, invalid UTF-8 or a NUL is refused.
+enum QueryString {
+    static func pairs(_ rawQuery: String) throws(QueryGrammarError) -> [(key: String, value: String)] {
+        var bytes = Array(rawQuery.utf8)[...]
+        if bytes.first == UInt8(ascii: "?") { bytes = bytes.dropFirst() }
+        var pairs: [(key: String, value: String)] = []
+        for piece in bytes.split(omittingEmptySubsequences: true, whereSeparator: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: ";") }) {
+            guard let equals = piece.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let key = try Self.decode(piece[..<equals])
+            let value = try Self.decode(piece[(equals + 1)...])
+            pairs.append((key, value))
+        }
+        return pairs
+    }
+
+    /// `+` is a space, `%XX` a byte; the result must be UTF-8 without NUL.
+    private static func decode(_ encoded: ArraySlice<UInt8>) throws(QueryGrammarError) -> String {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(encoded.count)
+        var index = encoded.startIndex
+        while index < encoded.endIndex {
+            let byte = encoded[index]
+            switch byte {
+            case UInt8(ascii: "+"):
+                decoded.append(UInt8(ascii: " "))
+                index += 1
+            case UInt8(ascii: "%"):
+                guard index + 2 < encoded.endIndex, let high = Self.hexValue(encoded[index + 1]), let low = Self.hexValue(encoded[index + 2]) else {
+                    throw Self.failure("a % must be followed by two hexadecimal digits")
+                }
+                decoded.append(high << 4 | low)
+                index += 3
+            default:
+                decoded.append(byte)
+                index += 1
+            }
+        }
+        guard !decoded.contains(0) else { throw Self.failure("a NUL character is not allowed") }
+        guard let text = String(validating: decoded, as: UTF8.self) else { throw Self.failure("the decoded text is not valid UTF-8") }
+        return text
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    private static func failure(_ details: String) -> QueryGrammarError {
+        QueryGrammarError(message: "failed to parse the query string", details: details)
+    }
+}
