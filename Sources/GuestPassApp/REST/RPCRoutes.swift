@@ -111,4 +111,3 @@ struct RPCRoutes: Sendable {
         return fitting.count == 1 ? fitting[0] : nil
     }
 }
-

@@ -19,8 +19,10 @@ enum LogicGrammar {
         let logicOperator = P.string("and").attempt.map { _ in LogicGroup.Operator.and }.or(P.string("or").map { _ in .or })
             .label("logic operator (and, or)")
         let children = Parser<[LogicTree]>.lazy {
-            depth >= Self.maximumDepth ? .fatal("logic tree nested deeper than \(Self.maximumDepth) levels") : Self.tree(depth: depth + 1)
-                .separated1(by: P.lexeme(P.char(",")))
+            depth >= Self.maximumDepth
+                ? .fatal("logic tree nested deeper than \(Self.maximumDepth) levels")
+                : Self.tree(depth: depth + 1)
+                    .separated1(by: P.lexeme(P.char(",")))
         }
         let group = negation.flatMap { negated in
             logicOperator.flatMap { op in
@@ -47,5 +49,7 @@ enum LogicGrammar {
     }
 
     /// `try (pDelimiter *> string word)`
-    private static func keyword<Value>(_ word: String, _ value: Value) -> Parser<Value> { N.delimiter.then(P.string(word)).attempt.map { _ in value } }
+    private static func keyword<Value>(_ word: String, _ value: Value) -> Parser<Value> {
+        N.delimiter.then(P.string(word)).attempt.map { _ in value }
+    }
 }
