@@ -96,8 +96,11 @@ enum TableStatements {
             let target = plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
         {
             let conflict = target.map(TableSQL.quoted).joined(separator: ", ")
-            if resolution == .mergeDuplicates, !names.isEmpty {
-                statement += " ON CONFLICT (\(conflict)) DO UPDATE SET " + names.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+            // The conflict columns are equal on both rows by definition: not setting them needs no UPDATE privilege on
+            // them (PostgREST sets every payload column, so an upsert by primary key needs UPDATE on the key).
+            let updated = body.columns.map(\.name).filter { !target.contains($0) }.map(TableSQL.quoted)
+            if resolution == .mergeDuplicates, !updated.isEmpty {
+                statement += " ON CONFLICT (\(conflict)) DO UPDATE SET " + updated.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
             } else {
                 statement += " ON CONFLICT (\(conflict)) DO NOTHING"
             }
