@@ -4516,6 +4516,7 @@ GRANT ALL ON FUNCTION auth.device_id() TO service_role;
 -- Name: FUNCTION has_role(p_role text); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.has_role(p_role text) FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO anon;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO authenticated;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
@@ -4524,6 +4525,7 @@ GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
 -- Name: FUNCTION is_partner(p_user uuid); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.is_partner(p_user uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.is_partner(p_user uuid) TO authenticated;
 
 --
@@ -4539,6 +4541,7 @@ GRANT ALL ON FUNCTION auth.jwt() TO service_role;
 -- Name: FUNCTION partner_ids(); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.partner_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.partner_ids() TO authenticated;
 
 --
@@ -4558,6 +4561,12 @@ REVOKE ALL ON FUNCTION auth.uid() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.uid() TO anon;
 GRANT ALL ON FUNCTION auth.uid() TO authenticated;
 GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+--
+-- Name: FUNCTION account_name(p_name text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.account_name(p_name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text); Type: ACL; Schema: guestpass; Owner: -
@@ -4648,6 +4657,12 @@ REVOKE ALL ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mark_account_setup(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.mark_account_setup() FROM PUBLIC;
 
 --
 -- Name: FUNCTION new_share_code(p_length integer, p_digits_only boolean); Type: ACL; Schema: guestpass; Owner: -
@@ -4750,6 +4765,12 @@ REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_
 --
 
 REVOKE ALL ON FUNCTION guestpass.session_is_live(p_user uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_updated_at(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.set_updated_at() FROM PUBLIC;
 
 --
 -- Name: FUNCTION shard_capacity(p_capacity integer, p_shards integer, p_shard integer); Type: ACL; Schema: guestpass; Owner: -
