@@ -2149,7 +2149,9 @@ begin
     if v_device is null then
         -- The device and its secret in one statement (the secret's foreign key is checked at its end).
         with device as (
-            insert into public.devices as d (app_id, user_id, model, os_version, app_version, build_number, is_simulator)
+            insert into public.devices as d (
+                app_id, user_id, model, os_version, app_version, build_number, is_simulator
+            )
             values (v_app, v_code.user_id, p_device ->> 'model', p_device ->> 'os_version', p_device ->> 'app_version',
                     p_device ->> 'build_number', coalesce((p_device ->> 'is_simulator')::boolean, false))
             returning d.id

@@ -45,7 +45,8 @@ comment on table guestpass.device_secrets is
     '(ensure_guest_device, redeem_account_code, create_guest_user) read and write it. Deleting a device deletes its '
     'secret.';
 comment on column guestpass.device_secrets.device_id is 'The device (public.devices.id, its public id).';
-comment on column guestpass.device_secrets.app_id is 'The device''s app (public.devices.app_id): the scope of the secret.';
+comment on column guestpass.device_secrets.app_id is
+    'The device''s app (public.devices.app_id): the scope of the secret.';
 comment on column guestpass.device_secrets.secret_hash is
     'Lowercase hex SHA-256 of the client-held device secret; one device per (app_id, secret_hash).';
 
@@ -194,7 +195,9 @@ begin
     if v_device is null then
         -- The device and its secret in one statement (the secret's foreign key is checked at its end).
         with device as (
-            insert into public.devices as d (app_id, user_id, model, os_version, app_version, build_number, is_simulator)
+            insert into public.devices as d (
+                app_id, user_id, model, os_version, app_version, build_number, is_simulator
+            )
             values (v_app, v_code.user_id, p_device ->> 'model', p_device ->> 'os_version', p_device ->> 'app_version',
                     p_device ->> 'build_number', coalesce((p_device ->> 'is_simulator')::boolean, false))
             returning d.id
