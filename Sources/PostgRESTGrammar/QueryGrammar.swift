@@ -57,7 +57,8 @@ public enum QueryGrammar {
             let path = try Self.embeddingPath(ofKey: key)
             let limit = try Self.integer(value, parameter: "limit")
             guard limit >= 0 else {
-                throw QueryGrammarError(code: "PGRST103", message: "Requested range not satisfiable", details: "Limit should be greater than or equal to zero.")
+                throw QueryGrammarError(
+                    code: "PGRST103", message: "Requested range not satisfiable", details: "Limit should be greater than or equal to zero.")
             }
             query.modify(path) { $0.limit = limit }
         }

@@ -12,7 +12,9 @@ import Testing
 
     @Test func everyTextOperatorKeepsItsValueVerbatim() throws {
         for op in FilterOperator.allCases where ![.in, .is].contains(op) {
-            #expect(try Self.condition("\(op.rawValue).Some value.with, dots (and) \"quotes\"") == Condition(op: op, value: .text("Some value.with, dots (and) \"quotes\"")))
+            #expect(
+                try Self.condition("\(op.rawValue).Some value.with, dots (and) \"quotes\"")
+                    == Condition(op: op, value: .text("Some value.with, dots (and) \"quotes\"")))
         }
     }
 
@@ -44,7 +46,8 @@ import Testing
     @Test func inListsUnquoteAndUnescape() throws {
         #expect(try Self.condition("in.(1,2,3)") == Condition(op: .in, value: .list(["1", "2", "3"])))
         #expect(try Self.condition(#"in.(a,"b,c",\"x)"#) == Condition(op: .in, value: .list(["a", "b,c", #"\"x"#])))
-        #expect(try Self.condition(#"not.in.("a\"b","c\\d","(x)",)"#) == Condition(negated: true, op: .in, value: .list([#"a"b"#, #"c\d"#, "(x)", ""])))
+        #expect(
+            try Self.condition(#"not.in.("a\"b","c\\d","(x)",)"#) == Condition(negated: true, op: .in, value: .list([#"a"b"#, #"c\d"#, "(x)", ""])))
         #expect(try Self.condition(#"in.("a"b,c)"#) == Condition(op: .in, value: .list([#""a"b"#, "c"])), "a quote not ending the item is text")
         #expect(try Self.condition("in.()") == Condition(op: .in, value: .list([])))
         #expect(try Self.condition("in.( 1 ,2 )") == Condition(op: .in, value: .list(["1 ", "2 "])), "only the spaces next to the parentheses go")
@@ -77,7 +80,14 @@ import Testing
                 Filter(field: field("data", [JSONPathStep(arrow: .text, key: .name("a"))]), condition: Condition(op: .eq, value: .text("1"))),
                 filter("age", .gte, "18"), filter("age", .lte, "30"), filter("a.b", .eq, "x"),
             ])
-        #expect(query.embedded == [["messages"]: { var node = NodeModifiers(); node.filters = [Filter(field: field("public"), condition: Condition(op: .is, value: .keyword(.true)))]; return node }()])
+        #expect(
+            query.embedded == [
+                ["messages"]: {
+                    var node = NodeModifiers()
+                    node.filters = [Filter(field: field("public"), condition: Condition(op: .is, value: .keyword(.true)))]
+                    return node
+                }()
+            ])
     }
 
     @Test func apikeyIsNotAFilter() throws {

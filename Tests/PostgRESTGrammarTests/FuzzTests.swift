@@ -13,10 +13,13 @@ import Testing
 
     @Test func randomTextNeverTraps() {
         var generator = SeededGenerator(seed: 0x5EED)
-        let keys = ["select", "order", "limit", "offset", "columns", "on_conflict", "or", "and", "not.or", "col", "rel.col", "data->>a", "rel.order", "rel.limit"]
+        let keys = [
+            "select", "order", "limit", "offset", "columns", "on_conflict", "or", "and", "not.or", "col", "rel.col", "data->>a", "rel.order",
+            "rel.limit",
+        ]
         var parsed = 0
         var refused = 0
-        for _ in 0..<6_000 {
+        for _ in 0..<3_000 {
             let text = Self.randomText(&generator)
             for key in keys {
                 do {
@@ -36,12 +39,13 @@ import Testing
             _ = QueryGrammar.range(header: text)
             _ = Preferences.parse(headers: [text])
         }
-        #expect(parsed > 1_000 && refused > 1_000, "both outcomes are exercised: \(parsed) parsed, \(refused) refused")
+        #expect(parsed > 500 && refused > 500, "both outcomes are exercised: \(parsed) parsed, \(refused) refused")
     }
 
     @Test func randomPrefixesOfValidRequestsNeverTrap() {
         let valid = [
-            (key: "select", value: #"*,a:b!c!inner(d->e->>0::text,"q\"x",f(*)),g"#), (key: "or", value: #"(a.eq."x,y",not.and(b.in.(1,"2)"),c.cs.{1,2}),d.is.null)"#),
+            (key: "select", value: #"*,a:b!c!inner(d->e->>0::text,"q\"x",f(*)),g"#),
+            (key: "or", value: #"(a.eq."x,y",not.and(b.in.(1,"2)"),c.cs.{1,2}),d.is.null)"#),
             (key: "order", value: "a->b.desc.nullsfirst,c.asc"), (key: "x", value: #"not.in.("a,b",c)"#), (key: "columns", value: #""a",b"#),
         ]
         for pair in valid {
@@ -54,7 +58,9 @@ import Testing
 
     // MARK: Generated valid trees
 
-    static let leafOperators: [FilterOperator] = [.eq, .neq, .gt, .gte, .lt, .lte, .like, .ilike, .match, .imatch, .isdistinct, .in, .is, .cs, .ov, .fts, .wfts]
+    static let leafOperators: [FilterOperator] = [
+        .eq, .neq, .gt, .gte, .lt, .lte, .like, .ilike, .match, .imatch, .isdistinct, .in, .is, .cs, .ov, .fts, .wfts,
+    ]
     static let reservedText = Array(#"a.b,(c)"d\e:f{g}*h é"#)
 
     static func quoted(_ text: String) -> String {

@@ -17,7 +17,10 @@ import Testing
                     children: [.filter(Filter(field: field("d"), condition: Condition(op: .is, value: .keyword(.null)))), leaf("e", .neq, "x")]),
                 LogicGroup(
                     op: .or,
-                    children: [leaf("age", .eq, "14"), .group(LogicGroup(op: .and, negated: true, children: [leaf("age", .gte, "11"), leaf("age", .lte, "17")]))]),
+                    children: [
+                        leaf("age", .eq, "14"),
+                        .group(LogicGroup(op: .and, negated: true, children: [leaf("age", .gte, "11"), leaf("age", .lte, "17")])),
+                    ]),
             ])
         #expect(query.root.filters.isEmpty)
     }
@@ -26,12 +29,18 @@ import Testing
         // Snapshot test-or-filter-with-referenced-table.
         let query = try parseQuery("messages.or=(public.eq.true,recipient_id.eq.1)&select=*,messages(*)")
         #expect(query.root.isEmpty)
-        #expect(query.embedded[["messages"]]?.logic == [LogicGroup(op: .or, children: [leaf("public", .eq, "true"), leaf("recipient_id", .eq, "1")])])
-        #expect(try parsePairs([("messages.not.and", "(a.eq.1)")]).embedded[["messages"]]?.logic == [LogicGroup(op: .and, negated: true, children: [leaf("a", .eq, "1")])])
+        #expect(
+            query.embedded[["messages"]]?.logic == [LogicGroup(op: .or, children: [leaf("public", .eq, "true"), leaf("recipient_id", .eq, "1")])])
+        #expect(
+            try parsePairs([("messages.not.and", "(a.eq.1)")]).embedded[["messages"]]?.logic == [
+                LogicGroup(op: .and, negated: true, children: [leaf("a", .eq, "1")])
+            ])
     }
 
     @Test func leafValuesEndAtCommaOrParenthesisUnlessQuotedOrAnArrayOrAList() throws {
-        let query = try parsePairs([("or", #"(name.eq."a,b)\"c",tags.cs.{1,2},id.in.(1,"2,3"),note.like.*x*,data->>k.not.ilike(any).{a,b},t.fts(english).cat)"#)])
+        let query = try parsePairs([
+            ("or", #"(name.eq."a,b)\"c",tags.cs.{1,2},id.in.(1,"2,3"),note.like.*x*,data->>k.not.ilike(any).{a,b},t.fts(english).cat)"#)
+        ])
         #expect(
             query.root.logic == [
                 LogicGroup(
@@ -85,7 +94,10 @@ import Testing
         #expect(query.embedded[["messages"]]?.limit == 0 && query.embedded[["messages"]]?.offset == nil)
         #expect(try parsePairs([("offset", "-5")]).root.offset == nil, "a negative offset is ignored")
         let negative = grammarError([("limit", "-1")])
-        #expect(negative == QueryGrammarError(code: "PGRST103", message: "Requested range not satisfiable", details: "Limit should be greater than or equal to zero."))
+        #expect(
+            negative
+                == QueryGrammarError(
+                    code: "PGRST103", message: "Requested range not satisfiable", details: "Limit should be greater than or equal to zero."))
         for refused in ["abc", "", "1.5", "99999999999999999999", "0x10", "1e3"] {
             #expect(grammarError([("limit", refused)])?.code == "PGRST100", "\(refused)")
             #expect(grammarError([("offset", refused)])?.code == "PGRST100", "\(refused)")

@@ -8,7 +8,9 @@ import Testing
 
     @Test func pairsDecodeInOrder() throws {
         #expect(try Self.pairs("a=1&b=x+y%2C%28%29&a=2") == ["a=1", "b=x y,()", "a=2"])
-        #expect(try Self.pairs("?k=v=w&&x&=e&y=;z=%C3%A9") == ["k=v=w", "=e", "y=", "z=é"], "empty pieces and pieces without `=` are skipped, `;` separates")
+        #expect(
+            try Self.pairs("?k=v=w&&x&=e&y=;z=%C3%A9") == ["k=v=w", "=e", "y=", "z=é"],
+            "empty pieces and pieces without `=` are skipped, `;` separates")
         #expect(try Self.pairs("na%6De=eq.%7B%22a%22%7D") == [#"name=eq.{"a"}"#])
         #expect(try Self.pairs("") == [])
     }

@@ -18,10 +18,12 @@ import Testing
                     .field(SelectField(field: field("id"))),
                     .field(SelectField(field: field("name"), alias: "full")),
                     .field(SelectField(field: field("age"), cast: "text")),
-                    .field(SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("a")), JSONPathStep(arrow: .text, key: .name("b"))]))),
+                    .field(
+                        SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("a")), JSONPathStep(arrow: .text, key: .name("b"))]))),
                     .field(
                         SelectField(
-                            field: field("data", [JSONPathStep(arrow: .json, key: .index(0)), JSONPathStep(arrow: .text, key: .index(-1))]), alias: "d",
+                            field: field("data", [JSONPathStep(arrow: .json, key: .index(0)), JSONPathStep(arrow: .text, key: .index(-1))]),
+                            alias: "d",
                             cast: "double precision")),
                 ])
     }
@@ -29,7 +31,9 @@ import Testing
     @Test func jsonKeysMayHoldNonReservedPunctuation() throws {
         #expect(
             try Self.select("data->!@#$%^&*_d->>x y") == [
-                .field(SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("!@#$%^&*_d")), JSONPathStep(arrow: .text, key: .name("x y"))])))
+                .field(
+                    SelectField(
+                        field: field("data", [JSONPathStep(arrow: .json, key: .name("!@#$%^&*_d")), JSONPathStep(arrow: .text, key: .name("x y"))])))
             ])
     }
 
@@ -38,7 +42,8 @@ import Testing
             try Self.select("id, name, clients(id, name)")
                 == [
                     .field(SelectField(field: field("id"))), .field(SelectField(field: field("name"))),
-                    .embed(Embedding(relation: "clients", items: [.field(SelectField(field: field("id"))), .field(SelectField(field: field("name")))])),
+                    .embed(
+                        Embedding(relation: "clients", items: [.field(SelectField(field: field("id"))), .field(SelectField(field: field("name")))])),
                 ])
     }
 
@@ -64,7 +69,10 @@ import Testing
 
     @Test func anIndexInsideAnEmbeddingIsAKeyAsInPostgREST() throws {
         // PostgREST's index must be followed by `->`, `::`, `.`, `,` or the end; before `)` it reads as a key.
-        #expect(try Self.select("c(data->0)") == [.embed(Embedding(relation: "c", items: [.field(SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("0"))])))]))])
+        #expect(
+            try Self.select("c(data->0)") == [
+                .embed(Embedding(relation: "c", items: [.field(SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("0"))])))]))
+            ])
     }
 
     @Test(arguments: ["...rel(*)", "count()", "id.sum()", "id::text;drop table x", "id::text'", "name!hint", "rel->path(*)", #""unterminated"#])
@@ -79,7 +87,10 @@ import Testing
         let accepted = String(repeating: "a(", count: depth) + "*" + String(repeating: ")", count: depth)
         var items = try Self.select(accepted)
         for _ in 0..<depth {
-            guard case .embed(let embedding) = items.first else { Issue.record("not an embedding"); return }
+            guard case .embed(let embedding) = items.first else {
+                Issue.record("not an embedding")
+                return
+            }
             items = embedding.items
         }
         #expect(items == [.star])

@@ -45,5 +45,7 @@ enum LogicGrammar {
     }
 
     /// `try (pDelimiter *> string word)`
-    private static func keyword<Value>(_ word: String, _ value: Value) -> Parser<Value> { N.delimiter.then(P.string(word)).attempt.map { _ in value } }
+    private static func keyword<Value>(_ word: String, _ value: Value) -> Parser<Value> {
+        N.delimiter.then(P.string(word)).attempt.map { _ in value }
+    }
 }

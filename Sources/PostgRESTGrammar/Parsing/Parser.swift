@@ -24,7 +24,9 @@ struct Parser<Output> {
 
     init(_ run: @escaping (ParseInput, Int) -> Reply<Output>) { self.run = run }
 
-    static func pure(_ value: Output) -> Parser { Parser { _, position in .success(value, next: position, consumed: false, failure: .unknown(at: position)) } }
+    static func pure(_ value: Output) -> Parser {
+        Parser { _, position in .success(value, next: position, consumed: false, failure: .unknown(at: position)) }
+    }
 
     /// Parsec's `mzero`: fails without consuming and without a message.
     static var zero: Parser { Parser { _, position in .failure(.unknown(at: position), consumed: false) } }
