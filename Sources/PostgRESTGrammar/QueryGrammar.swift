@@ -43,7 +43,7 @@ public enum QueryGrammar {
             query.columns = try Self.run(NameGrammar.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
         }
         if let select = parameters.select {
-            query.select = try Self.run(SelectGrammar.forest, on: select, context: "failed to parse select parameter (\(select))")
+            query.select = try Self.run(SelectGrammar.forest(of: select), on: select, context: "failed to parse select parameter (\(select))")
         }
         for (key, value) in parameters.filters {
             let (path, field) = try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))")
