@@ -2284,7 +2284,7 @@ COMMENT ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counte
 --
 
 CREATE FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) RETURNS text
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 begin

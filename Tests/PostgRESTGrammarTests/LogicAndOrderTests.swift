@@ -84,7 +84,7 @@ import Testing
                 OrderTerm(field: field("y"), direction: .desc),
             ])
         let query = try parsePairs([("order", "a"), ("messages.order", "sent.desc"), ("order", "b.desc")])
-        #expect(query.root.order == [OrderTerm(field: field("b"), direction: .desc)], "the last order wins")
+        #expect(query.root.order == [OrderTerm(field: field("a"))], "the first order counts, as PostgREST looks it up")
         #expect(query.embedded[["messages"]]?.order == [OrderTerm(field: field("sent"), direction: .desc)])
     }
 
@@ -110,7 +110,7 @@ import Testing
         #expect(try parseQuery("columns=%22email%22,%22username%22").columns == ["email", "username"])
         let query = try parsePairs([("columns", "a, b ,c"), ("on_conflict", "x,y"), ("on_conflict", "id")])
         #expect(query.columns == ["a", "b", "c"])
-        #expect(query.onConflict == ["id"], "the last on_conflict wins")
+        #expect(query.onConflict == ["x", "y"], "the first on_conflict counts, as PostgREST looks it up")
         #expect(try parseQuery("id=eq.1").columns == nil)
     }
 }

@@ -88,6 +88,8 @@ select set_eq(
         'auth USAGE to anon', 'auth USAGE to authenticated', 'auth USAGE to service_role',
         -- The server's functions, called as the request role (each granted to its callers only).
         'guestpass_server USAGE to anon', 'guestpass_server USAGE to authenticated',
+        -- service_role calls one function there: guestpass_server.refuse_table_result (the table API's refusals)
+        'guestpass_server USAGE to service_role',
         -- The exposed schema (PUBLIC's USAGE is PostgreSQL 15's default; CREATE is revoked, 0001).
         'public USAGE to PUBLIC', 'public USAGE to anon', 'public USAGE to authenticated',
         'public USAGE to service_role'
