@@ -262,10 +262,12 @@ done
 BIG_BODY_BYTES="$(stat -c %s "$WORK/probe-big.body")"
 
 bench_cpu_init
+LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- The measurement: for each kind, ROUNDS rounds of HTTP (wrk) then SQL (pgbench), ROUND_SECONDS each, so both see
 # the same machine; totals are summed over the rounds, the latency percentiles are the worst round's.
-declare -A H_REQ H_US H_BAD H_UNEXPECTED H_BYTES H_SRV H_PG H_ROWS P50 P90 P99 PMAX S_TX S_SECONDS S_PG S_FAILED S_ROWS
+TIMEFORMAT='%3U+%3S' # `time`: user + system CPU seconds, summed by python below
+declare -A H_WRK_MS H_REQ H_US H_BAD H_UNEXPECTED H_BYTES H_SRV H_PG H_ROWS P50 P90 P99 PMAX S_TX S_SECONDS S_PG S_FAILED S_ROWS
 seconds_plus() { python3 -c "import sys; print(float(sys.argv[1]) + int(sys.argv[2]) / float(sys.argv[3]))" "$1" "$2" "$3"; }
 wrk_args() { # wrk_args KIND → the arguments after `--` for bench/tables.lua
   WRK_ARGS=("$PUBLISHABLE_KEY" "$WORK/tokens-$1.lua" "${METHOD[$1]}" "${REQ_PATH[$1]}" "${EXPECT[$1]}")
@@ -273,7 +275,7 @@ wrk_args() { # wrk_args KIND → the arguments after `--` for bench/tables.lua
 }
 WRK=(wrk -t "$THREADS" -c "$CONNECTIONS" --timeout 10s -s "$ROOT/bench/tables.lua")
 for kind in "${KINDS[@]}"; do
-  H_REQ[$kind]=0 H_US[$kind]=0 H_BAD[$kind]=0 H_UNEXPECTED[$kind]=0 H_BYTES[$kind]=0 H_SRV[$kind]=0 H_PG[$kind]=0
+  H_WRK_MS[$kind]=0 H_REQ[$kind]=0 H_US[$kind]=0 H_BAD[$kind]=0 H_UNEXPECTED[$kind]=0 H_BYTES[$kind]=0 H_SRV[$kind]=0 H_PG[$kind]=0
   H_ROWS[$kind]=0 P50[$kind]=0 P90[$kind]=0 P99[$kind]=0 PMAX[$kind]=0
   S_TX[$kind]=0 S_SECONDS[$kind]=0 S_PG[$kind]=0 S_FAILED[$kind]=0 S_ROWS[$kind]=0
   PGB_SCRIPTS=()
@@ -290,11 +292,15 @@ for kind in "${KINDS[@]}"; do
     R0="$(rows)"
     SRV0="$(proc_ticks "$SERVER_PID")"
     PG0="$(pg_ticks)"
-    timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- "${WRK_ARGS[@]}" \
-      >"$WORK/wrk-$kind-$round.out"
+    # bash's `time` counts wrk's CPU too (through timeout, which waits for it): the client's share of the 2 cores
+    { time timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- "${WRK_ARGS[@]}" \
+      >"$WORK/wrk-$kind-$round.out"; } 2>"$WORK/wrk-$kind-$round.time"
     H_SRV[$kind]=$((H_SRV[$kind] + $(proc_ticks "$SERVER_PID") - SRV0))
     H_PG[$kind]=$((H_PG[$kind] + $(pg_ticks) - PG0))
     bench_wrk_result "$WORK/wrk-$kind-$round.out"
+    H_WRK_MS[$kind]="$(python3 -c "import sys; print(float(sys.argv[1]) + 1000 * sum(map(float, sys.argv[2].split('+'))))" "${H_WRK_MS[$kind]}" \
+      "$(tail -n 1 "$WORK/wrk-$kind-$round.time")")"
+    gp_log "HTTP ($kind-$round): $((HTTP_REQUESTS * 1000000 / HTTP_US)) req/s, p50 $((P50_US / 1000)) ms, p99 $((P99_US / 1000)) ms"
     STATUS_LINE="$(grep '^WRK_STATUS ' "$WORK/wrk-$kind-$round.out")" || gp_die "wrk printed no status count"
     H_UNEXPECTED[$kind]=$((H_UNEXPECTED[$kind] + $(sed -n 's/.* unexpected=\([0-9]*\).*/\1/p' <<<"$STATUS_LINE")))
     H_BYTES[$kind]=$((H_BYTES[$kind] + $(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' <<<"$STATUS_LINE")))
@@ -317,18 +323,19 @@ for kind in "${KINDS[@]}"; do
 done
 
 # ---- summary
+LOAD1="$(cut -d' ' -f1-3 /proc/loadavg)"
 SUMMARY_ARGS=()
 for kind in "${KINDS[@]}"; do
   SUMMARY_ARGS+=("$kind" "${WHAT[$kind]}" "${EXPECT[$kind]}" "${H_REQ[$kind]}" "${H_US[$kind]}" "${H_BAD[$kind]}"
     "${H_UNEXPECTED[$kind]}" "${H_BYTES[$kind]}" "${H_SRV[$kind]}" "${H_PG[$kind]}" "${H_ROWS[$kind]}" "${P50[$kind]}"
     "${P90[$kind]}" "${P99[$kind]}" "${PMAX[$kind]}" "${S_TX[$kind]}" "${S_SECONDS[$kind]}" "${S_PG[$kind]}"
-    "${S_FAILED[$kind]}" "${S_ROWS[$kind]}")
+    "${S_FAILED[$kind]}" "${S_ROWS[$kind]}" "${H_WRK_MS[$kind]}")
 done
 python3 - "$TARGET" "$CONNECTIONS" "$THREADS" "$DURATION" "$ROUNDS" "$(nproc)" "$USERS" "$TICKS" "$BIG_BODY_BYTES" \
-  "$SQL_SPLIT" "${SUMMARY_ARGS[@]}" <<'PY' >&2
+  "$SQL_SPLIT" "$LOAD0" "$LOAD1" "${SUMMARY_ARGS[@]}" <<'PY' >&2
 import sys
-target, conns, threads, dur, rounds, cpus, users, ticks, big_body, split = sys.argv[1:11]
-rest = sys.argv[11:]
+target, conns, threads, dur, rounds, cpus, users, ticks, big_body, split, load0, load1 = sys.argv[1:13]
+rest = sys.argv[13:]
 tick_ms = 1000 / int(ticks)
 frame = "one statement per round trip" if split == "1" else "one round trip each (compound query)"
 ms = lambda v: f"{int(v) / 1000:.2f} ms"
@@ -336,11 +343,12 @@ per = lambda t, n: f"{int(t) * tick_ms / max(1, int(n)):.3f} ms"
 print(f"""
 ==== GuestPass table API benchmark (release build, {cpus} CPUs, loopback, one database)
   concurrency        {conns} connections ({threads} wrk threads / pgbench jobs), {dur} s per kind and side in {rounds} rounds, server pool {conns}
-  users              {users} reading, {users} inserting, 1 reading 1000 rows; SQL: the server's logged transactions, {frame}""")
+  users              {users} reading, {users} inserting, 1 reading 1000 rows; SQL: the server's logged transactions, {frame}
+  load average       {load0} before the measurement, {load1} after (the machine may be shared)""")
 labels = {"read": "(a) read 10", "insert": "(b) insert", "big": "(c) read 1000"}
-for k in range(0, len(rest), 20):
+for k in range(0, len(rest), 21):
     (kind, what, expect, req, us, bad, unexpected, nbytes, h_srv, h_pg, h_rows, p50, p90, p99, pmax,
-     s_tx, s_seconds, s_pg, s_failed, s_rows) = rest[k:k + 20]
+     s_tx, s_seconds, s_pg, s_failed, s_rows, wrk_ms) = rest[k:k + 21]
     http_rate = int(req) / (int(us) / 1e6)
     sql_rate = int(s_tx) / float(s_seconds) if float(s_seconds) > 0 else 0.0
     ratio = http_rate / sql_rate if sql_rate else 0.0
@@ -350,7 +358,7 @@ for k in range(0, len(rest), 20):
     print(f"""  {labels[kind]}
     HTTP             {http_rate:10.1f} req/s   {what}, {req} requests, {bad} errors/4xx-5xx, {unexpected} not {expect}
       latency        p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(pmax)} (the worst round's)
-      CPU/request    server {per(h_srv, req)}, postgres {per(h_pg, req)}""")
+      CPU/request    server {per(h_srv, req)}, postgres {per(h_pg, req)}, wrk {float(wrk_ms) / max(1, int(req)):.3f} ms""")
     if kind == "big":
         seconds = int(us) / 1e6
         print(f"      throughput     {int(req) * int(big_body) / seconds / 1e6:.1f} MB/s of response body ({int(big_body)} bytes each), "

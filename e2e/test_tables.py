@@ -430,11 +430,6 @@ def test_embed_alias_inner_filter_order_and_limit(noted):
     inner = noted.table("readings").select("id, reading_notes!inner(*)").execute().data
     assert ids(inner) == [noted.a["id"]], "!inner drops readings without notes"
 
-    filtered = noted.table("readings").select("id, reading_notes(body)").eq("reading_notes.body", "x")
-    filtered = filtered.order("created_at").execute().data
-    assert ids(filtered) == [noted.a["id"], noted.b["id"]], "an embedded filter does not filter the parent"
-    assert filtered[0]["reading_notes"] == [{"body": "x"}] and filtered[1]["reading_notes"] == []
-
     inner_filtered = noted.table("readings").select("id, reading_notes!inner(body)").eq("reading_notes.body", "y")
     assert ids(inner_filtered.execute().data) == [noted.a["id"]]
     none_matching = noted.table("readings").select("id, reading_notes!inner(body)").eq("reading_notes.body", "zzz")
@@ -450,6 +445,48 @@ def test_embed_alias_inner_filter_order_and_limit(noted):
 
     missing = noted.request("GET", "readings?select=id,nothing_here(*)")
     assert_table_error(missing, 400, "PGRST200")
+
+
+EMBEDDED_FILTER_BUG = ("server: a filter on a left-joined embedding is answered 400 42P18 'could not determine data "
+                       "type of parameter $N' (with !inner it works)")
+
+
+@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
+def test_an_embedded_filter_filters_the_children_only(noted):
+    filtered = noted.table("readings").select("id, reading_notes(body)").eq("reading_notes.body", "x")
+    filtered = filtered.order("created_at").execute().data
+    assert ids(filtered) == [noted.a["id"], noted.b["id"]], "an embedded filter does not filter the parent"
+    assert filtered[0]["reading_notes"] == [{"body": "x"}] and filtered[1]["reading_notes"] == []
+    to_one = noted.table("reading_notes").select("body, readings(kind)").eq("readings.kind", "face").execute().data
+    assert sorted(n["body"] for n in to_one) == ["x", "y"] and all(n["readings"] is None for n in to_one)
+
+
+@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
+def test_an_embedded_filter_on_the_users_embedding(server, app):
+    """The same through the readings → users foreign key, which needs no reading_notes."""
+    guest = Guest(server, app)
+    row = guest.table("readings").insert({"kind": "palm"}).execute().data[0]
+    guest.table("users").update({"language": "de"}).eq("id", guest.user_id).execute()
+    kept = guest.request("GET", "readings?select=id,users(id,language)&users.language=eq.de")
+    assert kept.status_code == 200, kept.text
+    assert kept.json() == [{"id": row["id"], "users": {"id": guest.user_id, "language": "de"}}]
+    dropped = guest.request("GET", "readings?select=id,users(id)&users.language=eq.fr")
+    assert dropped.status_code == 200, dropped.text
+    assert dropped.json() == [{"id": row["id"], "users": None}], "a to-one embedding filtered out is null"
+    children = guest.request("GET", "users?select=id,readings(kind)&readings.kind=eq.face")
+    assert children.status_code == 200, children.text
+    assert children.json() == [{"id": guest.user_id, "readings": []}]
+
+
+def test_an_inner_embedding_with_a_filter_on_users(server, app):
+    guest = Guest(server, app)
+    row = guest.table("readings").insert({"kind": "face"}).execute().data[0]
+    kept = guest.request("GET", "readings?select=id,users!inner(id)&users.onboarding_completed=is.false")
+    assert kept.status_code == 200 and kept.json() == [{"id": row["id"], "users": {"id": guest.user_id}}], kept.text
+    dropped = guest.request("GET", "readings?select=id,users!inner(id)&users.onboarding_completed=is.true")
+    assert dropped.status_code == 200 and dropped.json() == [], dropped.text
+    embedded = guest.request("GET", "users?select=id,readings(kind)")
+    assert embedded.json() == [{"id": guest.user_id, "readings": [{"kind": "face"}]}]
 
 
 def test_embed_after_a_write(noted):
@@ -476,7 +513,7 @@ def test_preference_applied_echoes_what_was_honoured(server, app):
     assert raw.status_code == 200 and raw.headers["preference-applied"] == "count=exact"
     raw = guest.request("GET", "readings", {"Prefer": "unknown=1, return=representation"})
     assert raw.status_code == 200, "unknown preferences are ignored under lenient handling"
-    assert "preference-applied" not in raw.headers or "unknown" not in raw.headers["preference-applied"]
+    assert "preference-applied" not in raw.headers, "nothing applied: return= is not echoed on a read"
 
 
 def test_strict_handling_and_refused_preferences(server, app):
@@ -568,11 +605,8 @@ def test_errors_have_postgrests_codes_and_shape(server, app):
 def test_anon_without_a_token(server, app, http):
     """The publishable key alone is the anon role: it may read nothing of readings and gets 401 on a write."""
     response = http.get(server.url + REST + "readings", headers=api_headers(app))
-    assert response.status_code in (200, 401, 403), response.text
-    if response.status_code == 200:
-        assert response.json() == []
-    else:
-        assert_table_error(response, response.status_code, "42501")
+    assert_table_error(response, 401, "42501")  # anon holds no grant on readings
+    assert response.headers.get("www-authenticate", "").startswith("Bearer")
     response = http.post(server.url + REST + "readings", headers=api_headers(app), json={"kind": "face"})
     assert_table_error(response, 401, "42501")
     assert response.headers.get("www-authenticate", "").startswith("Bearer")
@@ -602,7 +636,17 @@ def test_nul_is_refused_with_400(server, app, path):
     body = response.json()
     assert set(body) == ERROR_KEYS and isinstance(body["code"], str)
     write = guest.request("POST", path.replace("?", "?columns=kind&", 1) if "?" in path else path, json={"kind": "face"})
-    assert 400 <= write.status_code < 500, f"{path}: {write.status_code} {write.text[:300]}"
+    assert write.status_code == 400 and set(write.json()) == ERROR_KEYS, f"{path}: {write.status_code} {write.text[:300]}"
+    assert guest.table("readings").select("id").execute().data == [], "nothing was written"
+
+
+def test_nul_in_a_body_is_refused_with_400(server, app):
+    guest = Guest(server, app)
+    for body in ('{"kind":"fa\\u0000ce"}', '{"kind":"face","content":{"k\\u0000":"v"}}', '{"kind":"face"}\x00'):
+        response = guest.request("POST", "readings", {"Content-Type": "application/json"}, content=body.encode())
+        assert response.status_code == 400, f"{body!r}: {response.status_code} {response.text[:300]}"
+        assert set(response.json()) == ERROR_KEYS
+    assert guest.table("readings").select("id").execute().data == []
 
 
 @pytest.mark.parametrize("path", ["read%FFings", "readings?kind=eq.%FF", "readings?%C3%28=eq.1", "readings?select=%FE"])

@@ -6,8 +6,8 @@ built wrong), and every error body is PostgREST's four keys with a string code.
 Random operators (with not., (any)/(all), fts configs), quoting and backslash escapes, percent-encoding (full, partial,
 `+` for spaces, stray `%`), huge in.() lists, deep or/and trees, select strings with aliases, casts, JSON paths,
 embeddings (`users`, `reading_notes` when present, hints, !inner, spreads, aggregates), order/limit/offset, on
-embeddings too. Bounded: a fixed number of examples per property (about 1,000 requests in all, well under a minute),
-no deadline, no example database on disk.
+embeddings too. Bounded: a fixed number of examples per property (900 requests in all, well under a minute, checked
+by the last test), no deadline, no example database on disk.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import HTTP_TIMEOUT, api_headers, new_device_secret
-from support import bearer_headers
+from support import bearer_headers, raw_request
 
 REST = "/rest/v1/"
 ERROR_KEYS = {"code", "message", "details", "hint"}
@@ -35,7 +35,7 @@ FUZZ = settings(max_examples=300, deadline=None, database=None, derandomize=Fals
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.filter_too_much, HealthCheck.data_too_large])
 SMALL_FUZZ = settings(FUZZ, max_examples=150)
-TIME_BUDGET = 55.0  # seconds for the whole module; each property stops sending once the budget is spent
+TIME_BUDGET = 60.0  # seconds the whole module may take
 
 
 class Target:
@@ -57,11 +57,14 @@ class Target:
 
     def send(self, method: str, target: str, headers: dict | None = None, content: bytes | None = None):
         self.sent += 1
-        return self.http.request(method, self.server.url + REST + target, headers={**self.headers, **(headers or {})},
-                                 content=content)
-
-    def over_budget(self) -> bool:
-        return time.monotonic() - self.started > TIME_BUDGET
+        all_headers = {**self.headers, **(headers or {})}
+        if len(target) > 60_000:  # beyond httpx's URL limit: the raw socket of support.py
+            answer = raw_request(self.server, method, REST + target,
+                                 [(k.encode(), v.encode()) for k, v in all_headers.items() if k != "Content-Type"],
+                                 content or b"")
+            assert answer.status is not None, f"no answer to a {len(target)}-byte target"
+            return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+        return self.http.request(method, self.server.url + REST + target, headers=all_headers, content=content)
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +192,8 @@ PREFER = ["return=representation", "return=minimal", "return=headers-only", "cou
           "count=estimated", "resolution=merge-duplicates", "resolution=ignore-duplicates", "missing=default",
           "missing=null", "handling=strict", "handling=lenient", "max-affected=1", "max-affected=-1",
           "max-affected=x", "tx=commit", "timezone=UTC", "timezone=Nowhere/Else", "return", "=", ",,", "foo=bar"]
-prefer_header = st.lists(st.one_of(st.sampled_from(PREFER), raw_text), max_size=4).map(", ".join)
+header_text = st.text(alphabet=st.sampled_from(list(string.ascii_letters + string.digits + RESERVED)), max_size=12)
+prefer_header = st.lists(st.one_of(st.sampled_from(PREFER), header_text), max_size=4).map(", ".join).map(str.strip)
 ACCEPTS = ["application/json", "*/*", "application/vnd.pgrst.object+json", "application/vnd.pgrst.object",
            "application/vnd.pgrst.array+json;nulls=stripped", "text/csv", "application/geo+json",
            "application/vnd.pgrst.plan+json", "text/plain;q=0.5, application/json", "garbage/", ""]
@@ -234,8 +238,6 @@ def build_query(params, mode: str) -> str:
        accept=st.sampled_from(ACCEPTS), range_header=st.one_of(st.none(), st.from_regex(r"[0-9]{0,3}-[0-9]{0,3}",
                                                                                          fullmatch=True)))
 def test_reads_never_break_the_server(target, params, mode, table, method, prefer, accept, range_header):
-    if target.over_budget():
-        return
     query = build_query(params, mode)
     headers = {"Prefer": prefer} if prefer else {}
     if accept:
@@ -249,8 +251,6 @@ def test_reads_never_break_the_server(target, params, mode, table, method, prefe
 @given(tree=st.one_of(logic_tree, deep_tree.map(lambda t: t[1:-1])), key=st.sampled_from(["or", "and", "not.or"]),
        mode=encoding)
 def test_logic_trees_never_break_the_server(target, tree, key, mode):
-    if target.over_budget():
-        return
     query = f"select=id&{encode(key, mode)}={encode('(' + tree + ')', mode)}"
     check(target.send("GET", f"readings?{query}"), f"GET readings?{query}")
 
@@ -261,8 +261,6 @@ def test_logic_trees_never_break_the_server(target, tree, key, mode):
                                    st.sampled_from(["order", "limit", "offset", "kind", "body", "id", "language"]),
                                    st.one_of(order_value, number_text, leaf_value)), max_size=3))
 def test_select_strings_never_break_the_server(target, select, mode, table, embedded):
-    if target.over_budget():
-        return
     params = [("select", select)] + [(f"{rel}.{key}", value) for rel, key, value in embedded]
     query = build_query(params, mode)
     check(target.send("GET", f"{table}?{query}"), f"GET {table}?{query}")
@@ -292,8 +290,6 @@ bodies = st.one_of(
                                      "application/x-www-form-urlencoded", "text/csv", ""]),
        accept=st.sampled_from(ACCEPTS))
 def test_writes_never_break_the_server(target, method, params, mode, body, prefer, content_type, accept):
-    if target.over_budget():
-        return
     if method in ("PATCH", "DELETE"):
         params = [*params, ("user_id", f"eq.{target.user_id}")]  # this guest's rows only, and never unfiltered
     query = build_query(params, mode)
@@ -309,3 +305,105 @@ def test_the_fuzzing_stayed_bounded(target):
     """Runs after the properties (file order): they sent requests and stayed within the time budget."""
     elapsed = time.monotonic() - target.started
     assert elapsed < TIME_BUDGET + 20, f"the fuzz tests took {elapsed:.0f} s"
+
+
+# ---------------------------------------------------------------- well-formed requests must succeed
+
+# column → the kind of values it takes; every relation here is a real foreign key of the example schema.
+SCHEMA = {
+    "readings": {"columns": {"id": "uuid", "app_id": "uuid", "user_id": "uuid", "kind": "text", "content": "jsonb",
+                             "created_at": "time"},
+                 "relations": ["users", "reading_notes"]},
+    "users": {"columns": {"id": "uuid", "app_id": "uuid", "language": "text", "timezone": "text",
+                          "onboarding_completed": "bool", "created_at": "time"},
+              "relations": ["readings", "devices"]},
+    "devices": {"columns": {"id": "uuid", "user_id": "uuid", "created_at": "time"}, "relations": ["users"]},
+    "reading_notes": {"columns": {"id": "uuid", "reading_id": "uuid", "body": "text", "created_at": "time"},
+                      "relations": ["readings"]},
+}
+WORDS = ["face", "palm", "coffee", "UTC", "en", "x", "a b", "ü", "50%", "it's"]
+VALUES = {
+    "uuid": st.one_of(st.uuids().map(str)),
+    "text": st.sampled_from(WORDS),
+    "time": st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T00:00:00+00:00", "2030-12-31", "1999-01-01 10:00"]),
+    "bool": st.sampled_from(["true", "false"]),
+}
+OPERATORS_FOR = {"uuid": ["eq", "neq", "in", "is"], "text": ["eq", "neq", "like", "ilike", "in", "is", "match",
+                                                             "imatch", "gt", "lte", "isdistinct"],
+                 "time": ["eq", "gt", "gte", "lt", "lte", "neq", "in", "is"], "bool": ["eq", "is", "neq"],
+                 "jsonb": ["cs", "cd", "is"]}
+
+
+@st.composite
+def well_formed_filter(draw, columns: dict) -> tuple[str, str]:
+    name = draw(st.sampled_from(sorted(columns)))
+    kind = columns[name]
+    op = draw(st.sampled_from(OPERATORS_FOR[kind]))
+    if op == "is":
+        value = draw(st.sampled_from(["null", "not_null"] if kind != "bool" else ["true", "false", "null", "unknown"]))
+        value = "null" if value == "not_null" else value
+    elif kind == "jsonb":
+        value = json.dumps(draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2)))
+    elif op == "in":
+        value = "(" + ",".join(quoted(v) for v in draw(st.lists(VALUES[kind], max_size=4))) + ")"
+    elif op in ("match", "imatch"):
+        value = draw(st.sampled_from(["^f", "e$", "a|b", "x"]))
+    else:
+        value = draw(VALUES[kind])
+        if op in ("like", "ilike"):
+            value = draw(st.sampled_from(["*", "%"])) + value + "*"
+    negate = draw(st.booleans())
+    return name, ("not." if negate else "") + f"{op}.{value}"
+
+
+@st.composite
+def well_formed_request(draw, notes: bool) -> str:
+    table = draw(st.sampled_from(["readings", "users", "devices"] + (["reading_notes"] if notes else [])))
+    spec = SCHEMA[table]
+    fields = draw(st.lists(st.sampled_from(sorted(spec["columns"])), min_size=1, max_size=4, unique=True))
+    params = []
+    relations = [r for r in spec["relations"] if notes or r != "reading_notes"]
+    embedded = draw(st.lists(st.sampled_from(relations), max_size=2, unique=True)) if relations else []
+    for rel in embedded:
+        rel_spec = SCHEMA[rel]
+        rel_fields = draw(st.lists(st.sampled_from(sorted(rel_spec["columns"])), min_size=1, max_size=3, unique=True))
+        inner = draw(st.booleans())
+        alias = draw(st.sampled_from(["", "x_" + rel + ":"]))
+        fields.append(f"{alias}{rel}{'!inner' if inner else ''}({','.join(rel_fields)})")
+        key = alias[:-1] if alias else rel
+        for name, value in draw(st.lists(well_formed_filter(rel_spec["columns"]), max_size=2)):
+            params.append((f"{key}.{name}", value))
+        if draw(st.booleans()):
+            params.append((f"{key}.order", draw(st.sampled_from(sorted(rel_spec["columns"]))) + ".desc.nullslast"))
+        if draw(st.booleans()):
+            params.append((f"{key}.limit", str(draw(st.integers(0, 5)))))
+    params.insert(0, ("select", ",".join(fields)))
+    params += draw(st.lists(well_formed_filter(spec["columns"]), max_size=3))
+    if draw(st.booleans()):
+        leaves = draw(st.lists(well_formed_filter(spec["columns"]), min_size=1, max_size=3))
+        params.append(("or", "(" + ",".join(f"{n}.{v}" for n, v in leaves) + ")"))
+    if draw(st.booleans()):
+        params.append(("order", draw(st.sampled_from(sorted(spec["columns"]))) + draw(st.sampled_from(
+            [".asc", ".desc", ".asc.nullsfirst", ".desc.nullslast"]))))
+    params += [(k, str(draw(st.integers(0, 20)))) for k in draw(st.lists(st.sampled_from(["limit", "offset"]),
+                                                                         max_size=2, unique=True))]
+    return table + "?" + build_query(params, draw(encoding))
+
+
+EMBEDDED_FILTER_BUG = ("server: a filter on a left-joined embedding (`users.language=eq.en` with `select=id,users(id)`) "
+                       "is answered 400 42P18 'could not determine data type of parameter $2'")
+
+
+@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
+@settings(FUZZ, max_examples=200)
+@given(data=st.data())
+def test_well_formed_reads_succeed(target, data):
+    """A request built only from real columns, real relationships and values of the right type is answered 200."""
+    request = data.draw(well_formed_request(target.has_notes))
+    prefer = data.draw(st.sampled_from(["", "count=exact"]))
+    response = target.send("GET", request, {"Prefer": prefer} if prefer else {})
+    check(response, f"GET {request}")
+    if response.status_code == 416 and prefer == "count=exact":
+        assert response.json()["code"] == "PGRST103"  # an offset past the counted total
+        return
+    assert response.status_code in (200, 206), f"GET {request} → {response.status_code} {response.text[:500]}"

@@ -314,8 +314,18 @@ def test_notes_attach_only_to_own_readings(rls_server, app):
     assert_table_error(refused, 403, "42501")
     assert a.rows("reading_notes") == []
     assert a.rows(f"reading_notes?reading_id=eq.{b_row['id']}") == []
+    a_row = a.insert("readings", {"kind": "face"})[0]
+    a_note = a.insert("reading_notes", {"reading_id": a_row["id"], "body": "ok"})[0]
+    moved = a.request("PATCH", f"reading_notes?id=eq.{a_note['id']}", json={"reading_id": b_row["id"]})
+    assert_table_error(moved, 403, "42501")  # only body is updatable
+    too_long = a.request("POST", "reading_notes", json={"reading_id": a_row["id"], "body": "x" * 1001})
+    assert_table_error(too_long, 400, "23514")
+    hidden = a.request("PATCH", f"reading_notes?id=eq.{note['id']}", {"Prefer": "return=representation"},
+                       json={"body": "rewritten"})
+    assert hidden.status_code == 200 and hidden.json() == []
+    assert a.rows("reading_notes?select=id") == [{"id": a_note["id"]}]
     embedded = a.rows("readings?select=id,reading_notes(*)")
-    assert embedded == []
+    assert embedded == [{"id": a_row["id"], "reading_notes": [a_note]}], "B's notes never show up under A"
     assert [n["id"] for n in b.rows("reading_notes")] == [note["id"]]
     # B's notes embedded from B's readings; A's embedding of B's reading (through notes) shows nothing.
     assert b.rows("readings?select=id,reading_notes(body)") == [{"id": b_row["id"], "reading_notes": [{"body": "mine"}]}]

@@ -35,17 +35,17 @@ struct SelectListBuilder {
             case .embed(let embedding):
                 let (expression, exists) = try self.embed(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
                 list.append(expression + " AS " + TableSQL.quoted(embedding.name))
-                if embedding.isInner { inner.append(exists) }
+                if let exists { inner.append(exists) }
             }
         }
         return (list, inner)
     }
 
-    /// The scalar subquery of one embedding (an object or `null` for to-one, an array for to-many) and its `EXISTS`
-    /// test for `!inner`.
+    /// The scalar subquery of one embedding (an object or `null` for to-one, an array for to-many) and, for `!inner`,
+    /// its `EXISTS` test. (Every parameter bound must appear in the statement: PostgreSQL cannot type an unused one.)
     private mutating func embed(
         _ embedding: Embedding, parent: Relation, parentTable: String, path: [String], sql: inout TableSQL
-    ) throws -> (expression: String, exists: String) {
+    ) throws -> (expression: String, exists: String?) {
         let childPath = path + [embedding.name]
         guard childPath.count <= Self.maximumDepth else {
             throw APIError(
@@ -75,6 +75,7 @@ struct SelectListBuilder {
             let range = sql.range(limit: min(modifiers.limit ?? self.maxRows, self.maxRows), offset: modifiers.offset)
             expression = "(SELECT coalesce(json_agg(_e), '[]') FROM (SELECT \(columns) \(from)\(order)\(range)) AS _e)"
         }
+        guard embedding.isInner else { return (expression, nil) }
         let existsAlias = sql.alias(for: target.name)
         let exists = "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
         return (expression, exists)

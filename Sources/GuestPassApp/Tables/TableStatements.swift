@@ -145,8 +145,12 @@ enum TableStatements {
         var body = "NULL::text"
         var list = ["1"]
         var order = ""
+        var filter = ""
         if plan.returnsRepresentation {
-            list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql).list
+            let built = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
+            list = built.list
+            // `!inner` embeddings narrow the representation, as they narrow a read.
+            filter = self.whereClause(built.innerConditions)
             try self.requireEmbedded(plan.query, select.embeddedPaths)
             order = sql.orderBy(plan.query.root.order, on: table)
             body = self.bodyExpression(plan)
@@ -167,7 +171,7 @@ enum TableStatements {
         let checked = checks.map { ", " + $0 }.joined()
         return PostgresStatement(
             "WITH pgrst_source AS (\(statement)\(returning)) SELECT NULL::bigint AS total, count(_t) AS page_total, \(body) AS body, "
-                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list.joined(separator: ", ")) FROM pgrst_source AS \(table)\(order)) AS _t",
+                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list.joined(separator: ", ")) FROM pgrst_source AS \(table)\(filter)\(order)) AS _t",
             sql.parameters
         )
     }
