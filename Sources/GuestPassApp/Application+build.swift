@@ -18,7 +18,6 @@ public func buildApplication(
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
-    catalog.reloadOnHangup(logger: logger)
     var services: [any Service] = [pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger)]
     var pools = [(name: "primary", pool: pool)]
     if let readPool {

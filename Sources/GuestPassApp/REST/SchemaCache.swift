@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import GuestPassPostgres
 import Logging
@@ -33,11 +32,11 @@ struct RPCFunction: Sendable {
 
 /// The schema cache: the functions (`pg_proc`) and the relations, columns, keys and foreign keys (`RelationCatalog`) of
 /// the exposed schemas, read in one transaction and reloaded together. The cache is reloaded after `timeToLive`,
-/// at once (at most once per `retryInterval`, a second by default) when a request names a function or signature it does not know, and on SIGHUP,
-/// so new and changed functions are picked up after a migration without a restart. Reloads are single-flight: callers
-/// that need one while it runs wait for it, so a burst of requests naming unknown functions costs one catalog query
-/// and one pool connection. `NOTIFY pgrst, 'reload schema'` (PostgREST's channel; `guestpass migrate up` sends it) reloads
-/// it too, through `SchemaReloadListener`.
+/// and at once (at most once per `retryInterval`, a second by default) when a request names a function, signature or
+/// table it does not know, so new and changed objects are picked up after a migration without a restart; SIGHUP and
+/// `NOTIFY pgrst, 'reload schema'` (PostgREST's channel; `guestpass migrate up` sends it) reload it through the
+/// `SchemaReloadListener` service. Reloads are single-flight: callers that need one while it runs wait for it, so a
+/// burst of requests naming unknown functions costs one catalog query and one pool connection.
 final class SchemaCache: Sendable {
     private struct State {
         var functions: [String: [RPCFunction]] = [:]
@@ -88,11 +87,6 @@ final class SchemaCache: Sendable {
 
     /// Tables of the exposed schemas an API role can write while row-level security is off (as of the last load).
     var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
-
-    /// `kill -HUP <pid>` reloads the cache at once (after a migration changed a function's signature or result).
-    func reloadOnHangup(logger: Logger) {
-        HangupBroadcaster.shared.register(self, logger: logger)
-    }
 
     /// Reloads the cache, or waits for the reload already running.
     func reload() async throws {
@@ -173,49 +167,6 @@ final class SchemaCache: Sendable {
             state.functions = functions
             state.relations = relations
             state.loadedAt = .now
-        }
-    }
-}
-
-/// One SIGHUP handler per process, reloading every live catalog (a process may build several applications, e.g. tests).
-///
-/// `@unchecked Sendable`: its state is only touched under `lock`.
-private final class HangupBroadcaster: @unchecked Sendable {
-    static let shared = HangupBroadcaster()
-
-    private struct Entry {
-        weak var catalog: SchemaCache?
-        let logger: Logger
-    }
-
-    private let lock = NIOLock()
-    private var entries: [Entry] = []
-    private var source: (any DispatchSourceSignal)?
-
-    func register(_ catalog: SchemaCache, logger: Logger) {
-        self.lock.withLock {
-            self.entries.removeAll { $0.catalog == nil }
-            self.entries.append(Entry(catalog: catalog, logger: logger))
-            guard self.source == nil else { return }
-            signal(SIGHUP, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: SIGHUP)
-            source.setEventHandler { [weak self] in self?.reloadAll() }
-            source.resume()
-            self.source = source
-        }
-    }
-
-    private func reloadAll() {
-        let live = self.lock.withLock { self.entries.compactMap { entry in entry.catalog.map { ($0, entry.logger) } } }
-        for (catalog, logger) in live {
-            Task {
-                do {
-                    try await catalog.reload()
-                    logger.info("function catalog reloaded (SIGHUP)")
-                } catch {
-                    logger.warning("function catalog reload failed", metadata: ["error": "\(error)"])
-                }
-            }
         }
     }
 }

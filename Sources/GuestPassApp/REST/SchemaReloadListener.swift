@@ -3,9 +3,9 @@ import Logging
 import NIOPosix
 import ServiceLifecycle
 
-/// Loads the schema cache at start and reloads it on `NOTIFY pgrst, 'reload schema'` (or an empty payload),
-/// PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends it after applying
-/// files. One dedicated connection per process listens (its own thread: libpq blocks), reconnecting after a second
+/// Loads the schema cache at start and reloads it on SIGHUP (`kill -HUP <pid>`) and on `NOTIFY pgrst, 'reload schema'`
+/// (or an empty payload), PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends
+/// it after applying files. A service, so both loops end with the server's graceful shutdown. One dedicated connection per process listens (its own thread: libpq blocks), reconnecting after a second
 /// when it is lost. After each load it warns about any table of an exposed schema that an API role can write while
 /// row-level security is off on it.
 ///
@@ -19,6 +19,19 @@ struct SchemaReloadListener: Service {
 
     func run() async throws {
         await self.load(reason: "start")
+        let hangups = HangupSignal.shared.signals()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await cancelWhenGracefulShutdown {
+                    for await _ in hangups { await self.load(reason: "SIGHUP") }
+                }
+            }
+            group.addTask { await self.listen() }
+        }
+    }
+
+    /// `LISTEN pgrst` on a connection of its own until the graceful shutdown.
+    private func listen() async {
         guard self.configuration.poolMode == .session else {
             self.logger.info("schema reload listener off: NOTIFY does not reach through transaction pooling")
             // A service that returns early ends the whole service group: wait for the shutdown instead.
