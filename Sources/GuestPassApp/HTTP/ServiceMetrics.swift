@@ -3,6 +3,7 @@ import GuestPassPostgres
 import Hummingbird
 import Logging
 import Metrics
+import NIOConcurrencyHelpers
 import Prometheus
 
 /// The service's own counters, through swift-metrics (Prometheus when `guestpass serve` bootstraps it; no-ops in
@@ -10,26 +11,36 @@ import Prometheus
 /// histograms) come from `RequestMetricsMiddleware`.
 enum ServiceMetrics {
     /// Sign-ups by outcome: `created`, `existing` (a known device), `transfer`, `recovery`, `rate_limited`, `refused`.
-    static func signUp(_ outcome: String) { Counter(label: "guestpass_signups_total", dimensions: [("outcome", outcome)]).increment() }
+    static func signUp(_ outcome: String) { self.count("guestpass_signups_total", [("outcome", outcome)]) }
     /// Refreshes by outcome: `rotated`, `already_used`, `session_not_found`, `token_not_found`.
-    static func refresh(_ outcome: String) { Counter(label: "guestpass_refreshes_total", dimensions: [("outcome", outcome)]).increment() }
+    static func refresh(_ outcome: String) { self.count("guestpass_refreshes_total", [("outcome", outcome)]) }
     /// RPC calls by function and HTTP status (`consume_quota` 200 is a consume, 429 an exhausted quota).
     static func rpc(_ function: String, status: Int) {
-        Counter(label: "guestpass_rpc_calls_total", dimensions: [("function", function), ("status", String(status))]).increment()
+        self.count("guestpass_rpc_calls_total", [("function", function), ("status", String(status))])
     }
     /// Welcome grants by outcome.
-    static func welcomeGrant(_ outcome: String) {
-        Counter(label: "guestpass_welcome_grants_total", dimensions: [("outcome", outcome)]).increment()
-    }
+    static func welcomeGrant(_ outcome: String) { self.count("guestpass_welcome_grants_total", [("outcome", outcome)]) }
     /// Requests refused by a rate limit, by dialect.
-    static func rateLimited(_ dialect: String) {
-        Counter(label: "guestpass_rate_limit_denials_total", dimensions: [("dialect", dialect)]).increment()
-    }
+    static func rateLimited(_ dialect: String) { self.count("guestpass_rate_limit_denials_total", [("dialect", dialect)]) }
     /// Read-only calls the read replica could not answer, run on the primary instead.
-    static func readReplicaFallback() { Counter(label: "guestpass_read_replica_fallbacks_total").increment() }
+    static func readReplicaFallback() { self.count("guestpass_read_replica_fallbacks_total", []) }
     /// Database errors by SQLSTATE class (`08`, `23`, `40`, …; `pool` for an acquire timeout, `connection` otherwise).
-    static func databaseError(_ sqlStateClass: String) {
-        Counter(label: "guestpass_database_errors_total", dimensions: [("class", sqlStateClass)]).increment()
+    static func databaseError(_ sqlStateClass: String) { self.count("guestpass_database_errors_total", [("class", sqlStateClass)]) }
+
+    /// The counter of each label and dimensions, made once: a metrics handle costs a registry lookup under a lock
+    /// (and allocations) to make, an atomic add to use. Handles are made on first use, after `guestpass serve`
+    /// bootstrapped the metrics system.
+    private static let counters = NIOLockedValueBox<[String: Metrics.Counter]>([:])
+
+    private static func count(_ label: String, _ dimensions: [(String, String)]) {
+        let key = dimensions.reduce(label) { $0 + "\u{0}" + $1.0 + "=" + $1.1 }
+        let counter = self.counters.withLockedValue { counters in
+            if let existing = counters[key] { return existing }
+            let made = Metrics.Counter(label: label, dimensions: dimensions)
+            counters[key] = made
+            return made
+        }
+        counter.increment()
     }
 }
 
