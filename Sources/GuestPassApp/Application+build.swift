@@ -15,7 +15,7 @@ public func buildApplication(
     let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
         pool: pool, readPool: readPool, tokens: try configuration.tokens, catalog: catalog,
-        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
+        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
     catalog.reloadOnHangup(logger: logger)
