@@ -62,5 +62,7 @@ func buildRouter(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),
         afterAppleUpdate: afterAppleUpdate
     ).register(on: router)
+    // Last: it runs only for requests no route matched (405 with Allow for a known path, else the 404).
+    if let methods = try? MethodNotAllowedMiddleware.bundled() { router.add(middleware: methods) }
     return router
 }

@@ -11,7 +11,6 @@ struct AuthRoutes: Sendable {
     let apple: AppleVerifiers
     var configuration: AuthConfiguration { self.tokens.configuration }
 
-
     func register(on router: Router<AppRequestContext>) {
         let auth = router.group("auth/v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
         let keyed = auth.group().add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
