@@ -171,6 +171,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PostgRESTGrammarTests",
+            dependencies: ["PostgRESTGrammar"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "GuestPassCryptoTests",
             dependencies: ["GuestPassCrypto"],
             exclude: ["crosscheck.py"],

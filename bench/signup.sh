@@ -87,8 +87,10 @@ select set_config('role', current_user, true), set_config('request.jwt.claims', 
 ), u as (
     insert into public.users (app_id) values ('$APP_ID') returning id
 ), d as (
-    insert into public.devices (app_id, user_id, secret_hash)
-    select '$APP_ID', u.id, encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex') from u returning id, user_id
+    insert into public.devices (app_id, user_id) select '$APP_ID', u.id from u returning id, user_id
+), ds as (
+    insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+    select d.id, '$APP_ID', encode(sha256(convert_to(gen_random_uuid()::text, 'UTF8')), 'hex') from d
 ), s as (
     insert into guestpass.sessions (id, app_id, user_id, device_id, ip) select gen_random_uuid(), '$APP_ID', d.user_id, d.id, '127.0.0.1' from d returning id
 )

@@ -679,6 +679,7 @@ CREATE FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_
     AS $$
 declare
     v_new_user uuid := gen_random_uuid();
+    v_new_device uuid := gen_random_uuid();
     v_user uuid;
     v_device uuid;
 begin
@@ -691,25 +692,38 @@ begin
     end if;
 
     -- One holder per (app, device) at a time, until commit, shared with redeem_account_code: the loser of a race
-    -- waits here, then finds the row.
+    -- waits here, then finds the secret.
     perform pg_advisory_xact_lock(hashtextextended('guestpass.device:' || p_app::text || ':' || p_secret_hash, 0));
 
-    -- A known device is touched and keeps its user; a new one gets a new guest, inserted in the same statement
-    -- (the foreign keys are checked at its end). A revoked device matches no row.
-    with device as (
-        insert into public.devices as d (app_id, user_id, secret_hash)
-        values (p_app, v_new_user, p_secret_hash)
-        on conflict (app_id, secret_hash) do update
+    -- A known device is touched and keeps its user (a revoked one matches no row); an unknown secret gets a new
+    -- device and a new guest, inserted in the same statement (the foreign keys are checked at its end).
+    with known as (
+        select s.device_id
+        from guestpass.device_secrets as s
+        where s.app_id = p_app and s.secret_hash = p_secret_hash
+    ), touched as (
+        update public.devices as d
         set last_seen_at = guestpass.clock()
-        where d.revoked_at is null
+        from known
+        where d.id = known.device_id and d.revoked_at is null
+        returning d.id, d.user_id
+    ), secret as (
+        insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+        select v_new_device, p_app, p_secret_hash
+        where not exists (select from known)
+        returning device_secrets.device_id
+    ), device as (
+        insert into public.devices as d (id, app_id, user_id)
+        select secret.device_id, p_app, v_new_user
+        from secret
         returning d.id, d.user_id
     ), new_user as (
         insert into public.users (id, app_id, is_anonymous, user_metadata)
         select v_new_user, p_app, true, coalesce(p_user_metadata, '{}'::jsonb)
-        from device
-        where device.user_id = v_new_user
+        from secret
     )
-    select device.user_id, device.id into v_user, v_device from device;
+    select t.user_id, t.id into v_user, v_device
+    from (select touched.id, touched.user_id from touched union all select device.id, device.user_id from device) as t;
 
     if v_device is null then
         -- A revoked device's secret signs in no more (not even as a new guest).
@@ -723,7 +737,7 @@ $$;
 -- Name: FUNCTION ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at (guestpass.clock()); or creates a guest (user_metadata p_user_metadata) and the device, created = true, in one statement (INSERT … ON CONFLICT on devices (app_id, secret_hash)). A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent calls for one device serialise on an advisory lock (shared with redeem_account_code), so one user is ever created per device.';
+COMMENT ON FUNCTION guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb) IS 'GuestPass internal: the guest of a device, race-free. For app p_app and device secret hash p_secret_hash (lowercase hex SHA-256) returns the device''s user and public device id with created = false and touches last_seen_at (guestpass.clock()); or creates a guest (user_metadata p_user_metadata), the device and its secret (guestpass.device_secrets), created = true, in one statement that looks the secret up by its unique key (app_id, secret_hash) first. A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent calls for one device serialise on an advisory lock (shared with redeem_account_code), so one user is ever created per device.';
 
 --
 -- Name: grant_credits_admin(uuid, integer, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2152,7 +2166,9 @@ begin
     -- The new phone's device: its own new secret. A secret already in use elsewhere is refused.
     perform pg_advisory_xact_lock(hashtextextended('guestpass.device:' || v_app::text || ':' || p_secret_hash, 0));
     select d.user_id, d.id into v_owner, v_device
-    from public.devices as d where d.app_id = v_app and d.secret_hash = p_secret_hash;
+    from guestpass.device_secrets as s
+    join public.devices as d on d.id = s.device_id
+    where s.app_id = v_app and s.secret_hash = p_secret_hash;
     if found and (v_owner <> v_code.user_id) then
         return query select 'device_in_use'::text, null::uuid, null::uuid, null::boolean, null::text, null::jsonb,
             null::jsonb, null::timestamptz, null::timestamptz, null::timestamptz;
@@ -2160,10 +2176,20 @@ begin
     end if;
     update guestpass.account_codes as a set used_at = v_now where a.id = v_code.id;
     if v_device is null then
-        insert into public.devices (app_id, user_id, secret_hash, model, os_version, app_version, build_number, is_simulator)
-        values (v_app, v_code.user_id, p_secret_hash, p_device ->> 'model', p_device ->> 'os_version',
-                p_device ->> 'app_version', p_device ->> 'build_number', coalesce((p_device ->> 'is_simulator')::boolean, false))
-        returning id into v_device;
+        -- The device and its secret in one statement (the secret's foreign key is checked at its end).
+        with device as (
+            insert into public.devices as d (
+                app_id, user_id, model, os_version, app_version, build_number, is_simulator
+            )
+            values (v_app, v_code.user_id, p_device ->> 'model', p_device ->> 'os_version', p_device ->> 'app_version',
+                    p_device ->> 'build_number', coalesce((p_device ->> 'is_simulator')::boolean, false))
+            returning d.id
+        ), secret as (
+            insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+            select device.id, v_app, p_secret_hash
+            from device
+        )
+        select device.id into v_device from device;
     else
         update public.devices as d set revoked_at = null, last_seen_at = v_now where d.id = v_device;
     end if;
@@ -2184,7 +2210,7 @@ $$;
 -- Name: FUNCTION redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: signs a new phone in to the account of a transfer or recovery code (p_code_hash, its SHA-256) in the caller''s app (claim app_id), as a new device with secret hash p_secret_hash and facts p_device, with session p_session_id and refresh token counter 0. Takes a token of the client address''s bucket (redeem:ip:<key>, 10, 10 an hour; empty → PT429) first. Status redeemed_transfer / redeemed_recovery with the user; or invalid_code (used, expired, wrong or another app''s alike) or device_in_use (that secret belongs to another user), changing nothing but the token. The code row is locked: concurrent redemptions of one code add one device.';
+COMMENT ON FUNCTION guestpass_server.redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: signs a new phone in to the account of a transfer or recovery code (p_code_hash, its SHA-256) in the caller''s app (claim app_id), as a new device with secret hash p_secret_hash (kept in guestpass.device_secrets) and facts p_device, with session p_session_id and refresh token counter 0. Takes a token of the client address''s bucket (redeem:ip:<key>, 10, 10 an hour; empty → PT429) first. Status redeemed_transfer / redeemed_recovery with the user; or invalid_code (used, expired, wrong or another app''s alike) or device_in_use (that secret belongs to another user), changing nothing but the token. The code row is locked: concurrent redemptions of one code add one device.';
 
 --
 -- Name: refresh_session(uuid, integer, text, text, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -2287,7 +2313,7 @@ COMMENT ON FUNCTION guestpass_server.refresh_session(p_session_id uuid, p_counte
 --
 
 CREATE FUNCTION guestpass_server.refuse_table_result(p_code text, p_rows bigint) RETURNS text
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 begin
@@ -2794,7 +2820,10 @@ begin
     v_hash := encode(sha256(convert_to(p_device_id::text, 'UTF8')), 'hex');
 
     -- A known device creates nothing: no token is taken.
-    select d.user_id into v_user from public.devices as d where d.app_id = v_app and d.secret_hash = v_hash;
+    select d.user_id into v_user
+    from guestpass.device_secrets as s
+    join public.devices as d on d.id = s.device_id
+    where s.app_id = v_app and s.secret_hash = v_hash;
     if found then
         return v_user;
     end if;
@@ -2811,7 +2840,7 @@ $$;
 -- Name: FUNCTION create_guest_user(p_device_id uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.create_guest_user(p_device_id uuid) IS 'GuestPass: the guest user of device p_device_id (a random, version 4 uuid) in the caller''s app (claim app_id), creating the anonymous user and the device on first use; race-free, so concurrent calls with one device id create one user. Creating a guest takes a token from the sign-up buckets of the client (request.client_ip) and of the app, as POST /auth/v1/signup does (guestpass.take_signup_limits; not for service_role), and raises PT429 with the seconds to wait as detail when one is empty; finding an existing guest takes nothing. p_device_id is a client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text (encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')). Returns only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4.';
+COMMENT ON FUNCTION public.create_guest_user(p_device_id uuid) IS 'GuestPass: the guest user of device p_device_id (a random, version 4 uuid) in the caller''s app (claim app_id), creating the anonymous user and the device on first use; race-free, so concurrent calls with one device id create one user. Creating a guest takes a token from the sign-up buckets of the client (request.client_ip) and of the app, as POST /auth/v1/signup does (guestpass.take_signup_limits; not for service_role), and raises PT429 with the seconds to wait as detail when one is empty; finding an existing guest takes nothing. p_device_id is a client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text (encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')), in guestpass.device_secrets. Returns only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4.';
 
 --
 -- Name: get_quota(uuid); Type: FUNCTION; Schema: public; Owner: -
@@ -3422,6 +3451,43 @@ COMMENT ON TABLE guestpass.daily_usage IS 'GuestPass: consumes per user and quot
 COMMENT ON COLUMN guestpass.daily_usage.resets_at IS 'GuestPass: when this quota day ends: the local midnight after it started, in the timezone in effect then (moved later only when the user''s timezone moved west and its date has not passed the day yet).';
 
 --
+-- Name: device_secrets; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.device_secrets (
+    device_id uuid NOT NULL,
+    app_id uuid NOT NULL,
+    secret_hash text NOT NULL,
+    CONSTRAINT device_secrets_secret_hash_check CHECK (((octet_length(secret_hash) = 64) AND (secret_hash !~ '[^0-9a-f]'::text)))
+);
+
+ALTER TABLE ONLY guestpass.device_secrets FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE device_secrets; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.device_secrets IS 'GuestPass: the secret of each device, kept out of the exposed public.devices (0043). secret_hash is the lowercase hex SHA-256 of the client-held device secret (the secret is never stored), unique per app; app_id is the device''s app. No request role has any privilege on it: only the SECURITY DEFINER sign-in functions (ensure_guest_device, redeem_account_code, create_guest_user) read and write it. Deleting a device deletes its secret.';
+
+--
+-- Name: COLUMN device_secrets.device_id; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.device_secrets.device_id IS 'The device (public.devices.id, its public id).';
+
+--
+-- Name: COLUMN device_secrets.app_id; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.device_secrets.app_id IS 'The device''s app (public.devices.app_id): the scope of the secret.';
+
+--
+-- Name: COLUMN device_secrets.secret_hash; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.device_secrets.secret_hash IS 'Lowercase hex SHA-256 of the client-held device secret; one device per (app_id, secret_hash).';
+
+--
 -- Name: devicecheck_claims; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -3668,7 +3734,6 @@ CREATE TABLE public.devices (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     app_id uuid NOT NULL,
     user_id uuid NOT NULL,
-    secret_hash text NOT NULL,
     model text,
     os_version text,
     app_version text,
@@ -3676,8 +3741,7 @@ CREATE TABLE public.devices (
     is_simulator boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    revoked_at timestamp with time zone,
-    CONSTRAINT devices_secret_hash_check CHECK (((octet_length(secret_hash) = 64) AND (secret_hash !~ '[^0-9a-f]'::text)))
+    revoked_at timestamp with time zone
 );
 
 ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
@@ -3686,7 +3750,7 @@ ALTER TABLE ONLY public.devices FORCE ROW LEVEL SECURITY;
 -- Name: TABLE devices; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.devices IS 'GuestPass: a user''s devices. secret_hash is the lowercase hex SHA-256 of the client-held device secret (the secret is never stored); id is the public device id used as the device_id claim. Clients may only read their own devices; the server writes through SECURITY DEFINER functions.';
+COMMENT ON TABLE public.devices IS 'GuestPass: a user''s devices. id is the public device id used as the device_id claim; the device''s secret (the SHA-256 of the client-held secret) is kept apart in guestpass.device_secrets, so nothing here is secret. Clients may only read their own devices; the server writes through SECURITY DEFINER functions.';
 
 --
 -- Name: COLUMN devices.revoked_at; Type: COMMENT; Schema: public; Owner: -
@@ -3841,6 +3905,20 @@ ALTER TABLE ONLY guestpass.daily_usage
     ADD CONSTRAINT daily_usage_pkey PRIMARY KEY (user_id, day);
 
 --
+-- Name: device_secrets device_secrets_app_secret_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.device_secrets
+    ADD CONSTRAINT device_secrets_app_secret_key UNIQUE (app_id, secret_hash);
+
+--
+-- Name: device_secrets device_secrets_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.device_secrets
+    ADD CONSTRAINT device_secrets_pkey PRIMARY KEY (device_id);
+
+--
 -- Name: devicecheck_claims devicecheck_claims_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3937,13 +4015,6 @@ ALTER TABLE ONLY guestpass.share_codes
 
 ALTER TABLE ONLY guestpass.user_roles
     ADD CONSTRAINT user_roles_pkey PRIMARY KEY (user_id, role);
-
---
--- Name: devices devices_app_secret_key; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.devices
-    ADD CONSTRAINT devices_app_secret_key UNIQUE (app_id, secret_hash);
 
 --
 -- Name: devices devices_id_user_id_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4172,6 +4243,13 @@ ALTER TABLE ONLY guestpass.daily_usage
     ADD CONSTRAINT daily_usage_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
+-- Name: device_secrets device_secrets_device_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.device_secrets
+    ADD CONSTRAINT device_secrets_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;
+
+--
 -- Name: devicecheck_claims devicecheck_claims_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -4311,6 +4389,12 @@ ALTER TABLE guestpass.credit_ledger ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE guestpass.daily_usage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: device_secrets; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.device_secrets ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: devicecheck_claims; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -4487,6 +4571,7 @@ GRANT ALL ON FUNCTION auth.device_id() TO service_role;
 -- Name: FUNCTION has_role(p_role text); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.has_role(p_role text) FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO anon;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO authenticated;
 GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
@@ -4495,6 +4580,7 @@ GRANT ALL ON FUNCTION auth.has_role(p_role text) TO service_role;
 -- Name: FUNCTION is_partner(p_user uuid); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.is_partner(p_user uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.is_partner(p_user uuid) TO authenticated;
 
 --
@@ -4510,6 +4596,7 @@ GRANT ALL ON FUNCTION auth.jwt() TO service_role;
 -- Name: FUNCTION partner_ids(); Type: ACL; Schema: auth; Owner: -
 --
 
+REVOKE ALL ON FUNCTION auth.partner_ids() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.partner_ids() TO authenticated;
 
 --
@@ -4529,6 +4616,12 @@ REVOKE ALL ON FUNCTION auth.uid() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.uid() TO anon;
 GRANT ALL ON FUNCTION auth.uid() TO authenticated;
 GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+--
+-- Name: FUNCTION account_name(p_name text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.account_name(p_name text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text); Type: ACL; Schema: guestpass; Owner: -
@@ -4625,6 +4718,12 @@ REVOKE ALL ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mark_account_setup(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.mark_account_setup() FROM PUBLIC;
 
 --
 -- Name: FUNCTION new_share_code(p_length integer, p_digits_only boolean); Type: ACL; Schema: guestpass; Owner: -
@@ -4727,6 +4826,12 @@ REVOKE ALL ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_
 --
 
 REVOKE ALL ON FUNCTION guestpass.session_is_live(p_user uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION set_updated_at(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.set_updated_at() FROM PUBLIC;
 
 --
 -- Name: FUNCTION shard_capacity(p_capacity integer, p_shards integer, p_shard integer); Type: ACL; Schema: guestpass; Owner: -

@@ -19,7 +19,8 @@ public enum QueryGrammar {
     /// those exact keys; a key whose last `.`-separated word is `order`, `limit`, `offset`, `or` or `and` applies to
     /// the embedding its other words name (`rel.order`, `rel.not.or`); every other key is a filter
     /// (`[embedding.]field[->path]`). Repeated filter and logic keys are all kept (ANDed); a repeated
-    /// `select`/`order`/`limit`/`offset`/`columns`/`on_conflict` keeps the last (per embedding). `select=` (empty)
+    /// `select`/`order`/`columns`/`on_conflict` keeps the first and a repeated `limit`/`offset` the last (per embedding),
+    /// as PostgREST does. `select=` (empty)
     /// selects nothing (`[]`). A negative `offset` is ignored; a negative `limit` is a `PGRST103` error (416).
     /// Parameters are checked in PostgREST's order (order, logic, columns, select, filters, on_conflict, then
     /// limit/offset), so the first error reported is the one PostgREST reports.
@@ -43,7 +44,7 @@ public enum QueryGrammar {
             query.columns = try Self.run(NameGrammar.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
         }
         if let select = parameters.select {
-            query.select = try Self.run(SelectGrammar.forest, on: select, context: "failed to parse select parameter (\(select))")
+            query.select = try Self.run(SelectGrammar.forest(of: select), on: select, context: "failed to parse select parameter (\(select))")
         }
         for (key, value) in parameters.filters {
             let (path, field) = try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))")
@@ -131,7 +132,7 @@ public enum QueryGrammar {
     }
 }
 
-/// The pairs of a query string sorted by what they are, in the order given; last wins where only one counts.
+/// The pairs of a query string sorted by what they are, in the order given; the first or the last where only one counts, as PostgREST keeps.
 private struct QueryParameters {
     var select: String?
     var columns: String?
@@ -145,13 +146,14 @@ private struct QueryParameters {
     mutating func add(key: String, value: String) {
         switch key {
         case "apikey": return
-        case "select": self.select = value
-        case "columns": self.columns = value
-        case "on_conflict": self.onConflict = value
+        // PostgREST looks the first `select`, `columns`, `on_conflict` and `order` up, and keeps the last `limit`/`offset`.
+        case "select": self.select = self.select ?? value
+        case "columns": self.columns = self.columns ?? value
+        case "on_conflict": self.onConflict = self.onConflict ?? value
         default:
             let lastWord = key.split(separator: ".", omittingEmptySubsequences: false).last.map(String.init) ?? key
             switch lastWord {
-            case "order": Self.replace(&self.orders, key: key, value: value)
+            case "order": if !self.orders.contains(where: { $0.key == key }) { self.orders.append((key, value)) }
             case "limit": Self.replace(&self.limits, key: key, value: value)
             case "offset": Self.replace(&self.offsets, key: key, value: value)
             case "or", "and": self.logic.append((key, value))

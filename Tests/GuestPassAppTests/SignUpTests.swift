@@ -45,9 +45,12 @@ import Testing
                 #expect(deviceID != secret)
                 #expect(!access.contains(secret))
 
-                // The device row holds the facts and only a hash of the secret.
+                // The device row holds the facts; only a hash of the secret is stored, apart (guestpass.device_secrets).
                 let facts = try await service.owner.execute(
-                    "SELECT model, os_version, app_version, build_number, is_simulator, secret_hash FROM public.devices WHERE id = $1",
+                    """
+                    SELECT d.model, d.os_version, d.app_version, d.build_number, d.is_simulator, s.secret_hash
+                    FROM public.devices AS d JOIN guestpass.device_secrets AS s ON s.device_id = d.id WHERE d.id = $1
+                    """,
                     [UUID(uuidString: deviceID)!]
                 ).rows[0]
                 #expect(try facts.decode(String.self, "model") == "iPhone15,2")

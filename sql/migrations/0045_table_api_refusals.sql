@@ -4,12 +4,15 @@
 -- PATCH or DELETE under `Prefer: handling=strict, max-affected=n` touched more than n. For a write, the rows must not
 -- stay written: the statement itself raises, so the request transaction (one pipeline, one Sync) rolls back as a
 -- whole. The error is PostgREST's own convention for SQL that answers with a PostgREST code: SQLSTATE 'PGRST', the
--- code as the message, the row count as the detail (`HTTP/APIError.swift` maps it).
+-- code as the message, the row count as the detail (`HTTP/APIError.swift` maps it). It lives with the other server
+-- functions (SECURITY DEFINER like them, though it reads and writes nothing) and is the one of them service_role may
+-- call: the app's backend writes tables too.
 
 create function guestpass_server.refuse_table_result(p_code text, p_rows bigint)
     returns text
     language plpgsql
     volatile
+    security definer
     set search_path = ''
     as $$
 begin

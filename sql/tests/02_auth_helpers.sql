@@ -3,7 +3,7 @@
 -- Decision on claims that are not JSON at all: every helper raises 22P02 (fails closed, reveals nothing), because
 -- PostgreSQL 15 offers no non-raising JSON check to a `language sql` function. See 0002_create_auth_helpers.sql.
 begin;
-select plan(38);
+select plan(39);
 
 -- The helpers themselves: plain stable SQL, executable by the request roles.
 
@@ -26,12 +26,29 @@ select is(
         cross join pg_catalog.pg_roles as r
         where p.pronamespace = 'auth'::regnamespace
           and r.rolname in ('anon', 'authenticated', 'service_role')
+          -- The partner helpers read public.partners, which only authenticated may read: granted to it alone (0044).
+          and not (p.proname in ('is_partner', 'partner_ids') and r.rolname <> 'authenticated')
           and not (pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
                    and pg_catalog.has_schema_privilege(r.oid, 'auth', 'USAGE'))
         order by 1
     ),
     '{}'::text[],
-    'anon, authenticated and service_role may call every auth helper'
+    'anon, authenticated and service_role may call every auth helper (the partner helpers: authenticated only)'
+);
+
+select is(
+    array(
+        select p.oid::regprocedure::text || ' to ' || r.rolname
+        from pg_catalog.pg_proc as p
+        cross join pg_catalog.pg_roles as r
+        where p.pronamespace = 'auth'::regnamespace
+          and p.proname in ('is_partner', 'partner_ids')
+          and r.rolname in ('anon', 'service_role', 'guestpass_authenticator')
+          and pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
+        order by 1
+    ),
+    '{}'::text[],
+    'only authenticated may call the partner helpers auth.is_partner and auth.partner_ids'
 );
 
 select has_function('auth', 'jwt', '{}'::name[], 'auth.jwt() exists');

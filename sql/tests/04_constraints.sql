@@ -1,7 +1,8 @@
--- constraints: what the core tables refuse whoever writes to them (device secrets unique per app, a device always in
--- its user's app, only hashes stored, email unique per app), and that deleting an app removes everything it owns.
+-- constraints: what the core tables refuse whoever writes to them (device secrets unique per app and one per device,
+-- in guestpass.device_secrets, a device always in its user's app, only hashes stored, email unique per app), and that
+-- deleting a device removes its secret and deleting an app everything it owns.
 begin;
-select plan(11);
+select plan(15);
 
 \ir lib/fixtures.sql
 
@@ -15,24 +16,62 @@ insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix) values
     ('00000000-0000-4000-8000-0000000000f1', 'publishable', encode(sha256('gp_pub_x'), 'hex'), 'gp_pub_');
 
 select throws_ok(
-    $$insert into public.devices (app_id, user_id, secret_hash) values ('00000000-0000-4000-8000-0000000000f1',
-      '00000000-0000-4000-8000-00000000000a', encode(sha256('secret'), 'hex'))$$,
-    '23505', null, 'a device secret is unique per app (devices_app_secret_key)'
+    $$with d as (
+          insert into public.devices (app_id, user_id)
+          values ('00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a') returning id, app_id
+      )
+      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
+    '23505', null, 'a device secret is unique per app (device_secrets_app_secret_key)'
 );
 select lives_ok(
-    $$insert into public.devices (app_id, user_id, secret_hash) values ('00000000-0000-4000-8000-0000000000f2',
-      '00000000-0000-4000-8000-00000000000c', encode(sha256('secret'), 'hex'))$$,
+    $$with d as (
+          insert into public.devices (app_id, user_id)
+          values ('00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c') returning id, app_id
+      )
+      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
     'the same device secret may exist in another app'
 );
 select throws_ok(
-    $$insert into public.devices (app_id, user_id, secret_hash) values ('00000000-0000-4000-8000-0000000000f2',
-      '00000000-0000-4000-8000-00000000000a', encode(sha256('other secret'), 'hex'))$$,
+    $$insert into public.devices (app_id, user_id) values ('00000000-0000-4000-8000-0000000000f2',
+      '00000000-0000-4000-8000-00000000000a')$$,
     '23503', null, 'a device cannot sit in another app than its user'
 );
 select throws_ok(
-    $$insert into public.devices (app_id, user_id, secret_hash) values ('00000000-0000-4000-8000-0000000000f1',
-      '00000000-0000-4000-8000-00000000000a', '6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e')$$,
+    $$with d as (
+          insert into public.devices (app_id, user_id)
+          values ('00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a') returning id, app_id
+      )
+      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      select d.id, d.app_id, '6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e' from d$$,
     '23514', null, 'secret_hash only takes a lowercase hex SHA-256, never a raw secret'
+);
+select throws_ok(
+    $$insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      values (gen_random_uuid(), '00000000-0000-4000-8000-0000000000f1', encode(sha256('no device'), 'hex'))$$,
+    '23503', null, 'a device secret belongs to an existing device'
+);
+select throws_ok(
+    $$insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      select s.device_id, s.app_id, encode(sha256('second secret'), 'hex') from guestpass.device_secrets as s
+      where s.app_id = '00000000-0000-4000-8000-0000000000f1'$$,
+    '23505', null, 'a device has one secret (device_secrets_pkey)'
+);
+delete from public.devices where app_id = '00000000-0000-4000-8000-0000000000f2';
+select is(
+    (select count(*)::int from guestpass.device_secrets where app_id = '00000000-0000-4000-8000-0000000000f2'),
+    0,
+    'deleting a device deletes its secret'
+);
+select lives_ok(
+    $$with d as (
+          insert into public.devices (app_id, user_id)
+          values ('00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c') returning id, app_id
+      )
+      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
+    'and frees the secret for a new device'
 );
 select throws_ok(
     $$insert into public.users (app_id, email) values ('00000000-0000-4000-8000-0000000000f1', 'A@Example.com')$$,
@@ -61,9 +100,10 @@ delete from guestpass.apps where id = '00000000-0000-4000-8000-0000000000f1';
 select is(
     (select count(*)::int from public.users where app_id = '00000000-0000-4000-8000-0000000000f1')
     + (select count(*)::int from public.devices where app_id = '00000000-0000-4000-8000-0000000000f1')
+    + (select count(*)::int from guestpass.device_secrets where app_id = '00000000-0000-4000-8000-0000000000f1')
     + (select count(*)::int from guestpass.api_keys where app_id = '00000000-0000-4000-8000-0000000000f1'),
     0,
-    'deleting an app deletes its users, devices and API keys'
+    'deleting an app deletes its users, devices, device secrets and API keys'
 );
 select is(
     (select count(*)::int from public.devices where app_id = '00000000-0000-4000-8000-0000000000f2'),

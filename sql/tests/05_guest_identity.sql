@@ -174,6 +174,10 @@ select is(
         'guestpass_server.merge_guest to authenticated',
         'guestpass_server.redeem_account_code to anon',
         'guestpass_server.refresh_session to anon',
+        -- the table API's refusal (PGRST116, PGRST124): every request role writes tables
+        'guestpass_server.refuse_table_result to anon',
+        'guestpass_server.refuse_table_result to authenticated',
+        'guestpass_server.refuse_table_result to service_role',
         'guestpass_server.resolve_api_key to anon',
         'guestpass_server.sign_in_with_identity to anon',
         'guestpass_server.sign_in_with_identity to authenticated',
@@ -235,8 +239,8 @@ select function_privs_are(
 select has_schema('guestpass_server', 'schema guestpass_server exists');
 select is(
     pg_temp.schema_users('guestpass_server'),
-    array['anon', 'authenticated'],
-    'exactly anon and authenticated have usage on guestpass_server'
+    array['anon', 'authenticated', 'service_role'],
+    'exactly the request roles have usage on guestpass_server (service_role for the table API''s refusal only)'
 );
 select is(
     array(

@@ -75,12 +75,14 @@ select is(
     (select count(*)::int from public.users), 2, 'one user per app for the device'
 );
 select results_eq(
-    'select app_id, user_id, secret_hash from public.devices order by app_id',
+    'select d.app_id, d.user_id, s.secret_hash from public.devices as d '
+    'join guestpass.device_secrets as s on s.device_id = d.id and s.app_id = d.app_id order by d.app_id',
     $$values ('00000000-0000-4000-8000-0000000000f1'::uuid, '$$ || :'a_user' || $$'::uuid,
               '1bbcc9935707766e90aeff52f7a5a17f66e0c16ce63deee3fa5f82530bac2a64'),
              ('00000000-0000-4000-8000-0000000000f2'::uuid, '$$ || :'y_user' || $$'::uuid,
               '1bbcc9935707766e90aeff52f7a5a17f66e0c16ce63deee3fa5f82530bac2a64')$$,
-    'one device row per app, stored as the lowercase hex SHA-256 of the lowercase uuid text'
+    'one device row per app, its secret stored (guestpass.device_secrets) as the lowercase hex SHA-256 of the '
+    'lowercase uuid text'
 );
 select results_eq(
     $$select is_anonymous, user_metadata, email from public.users where id = '$$ || :'a_user' || $$'$$,

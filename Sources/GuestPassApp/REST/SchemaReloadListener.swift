@@ -21,6 +21,8 @@ struct SchemaReloadListener: Service {
         await self.load(reason: "start")
         guard self.configuration.poolMode == .session else {
             self.logger.info("schema reload listener off: NOTIFY does not reach through transaction pooling")
+            // A service that returns early ends the whole service group: wait for the shutdown instead.
+            try? await gracefulShutdown()
             return
         }
         let threads = NIOThreadPool(numberOfThreads: 1)

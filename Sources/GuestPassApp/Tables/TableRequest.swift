@@ -55,6 +55,11 @@ struct TableRequest {
         }
         (self.singular, self.stripNulls) = try Self.mediaType(request.headers[.accept])
         self.rangeHeader = method == .get ? request.headers[.range].flatMap(QueryGrammar.range(header:)) : nil
+        if let limit = self.rangeHeader?.limit, limit < 1 {
+            throw APIError(
+                .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
+                details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
+        }
     }
 
     /// The root range: `limit`/`offset` intersected with the `Range` header (PostgREST's `restrictRange`).

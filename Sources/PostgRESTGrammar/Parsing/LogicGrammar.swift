@@ -18,12 +18,8 @@ enum LogicGrammar {
         let negation = P.string("not").then(N.delimiter).attempt.map { _ in true }.or(.pure(false)).label("negation operator (not)")
         let logicOperator = P.string("and").attempt.map { _ in LogicGroup.Operator.and }.or(P.string("or").map { _ in .or })
             .label("logic operator (and, or)")
-        let children = Parser<[LogicTree]>.lazy {
-            depth >= Self.maximumDepth
-                ? .fatal("logic tree nested deeper than \(Self.maximumDepth) levels")
-                : Self.tree(depth: depth + 1)
-                    .separated1(by: P.lexeme(P.char(",")))
-        }
+        let children = Parser<[LogicTree]>.lazy { Self.tree(depth: depth + 1).separated1(by: P.lexeme(P.char(","))) }
+        guard depth <= Self.maximumDepth else { return leaf.attempt.or(.fatal("logic tree nested deeper than \(Self.maximumDepth) levels")) }
         let group = negation.flatMap { negated in
             logicOperator.flatMap { op in
                 children.between(P.lexeme(P.char("(")), P.lexeme(P.char(")"))).map {

@@ -10,7 +10,12 @@ enum SelectGrammar {
     /// The deepest embedding nesting the parser accepts (`a(b(c(…)))` counts one a level).
     static let maximumDepth = 32
 
-    static var forest: Parser<[SelectItem]> { Self.forest(depth: 0) }
+    /// The items of `select=`. Unlike PostgREST, whose `sepBy` reads a first item that fails without consuming
+    /// anything (`*!hint`, `...rel(*)`) as "no items", only the empty text selects nothing; anything else must start
+    /// with an item.
+    static func forest(of text: String) -> Parser<[SelectItem]> {
+        text.isEmpty ? .pure([]) : Self.tree(depth: 0).separated1(by: P.lexeme(P.char(",")))
+    }
 
     private static func forest(depth: Int) -> Parser<[SelectItem]> { Self.tree(depth: depth).separated(by: P.lexeme(P.char(","))) }
 

@@ -2,12 +2,13 @@
 -- them before any role switch, as `select from pg_temp.…(…);`). Safe to include more than once. The fixed ids:
 --   apps X 00000000-0000-4000-8000-0000000000f1, Y …0000000000f2; users A …00000000000a, B …00000000000b (app X),
 --   C …00000000000c (app Y); devices A1 …0000000000a1, A2 …0000000000a2 (A), B1 …0000000000b1, C1 …0000000000c1,
---   each with secret_hash = hex SHA-256 of 'secret <name>' (e.g. 'secret a1').
+--   each with its secret (guestpass.device_secrets) = hex SHA-256 of 'secret <name>' (e.g. 'secret a1').
 --   pg_temp.make_app(id, name): one app.
 --   pg_temp.make_apps_xy(): apps X ('App X') and Y ('App Y').
 --   pg_temp.make_user(id, app [, timezone, email, updated_at]): one user (timezone 'UTC', no email, updated now).
 --   pg_temp.make_users(app, ids [, timezone]): several users of one app.
---   pg_temp.make_device(id, user, secret): one device of the user, in the user's app, storing the secret's hash.
+--   pg_temp.make_device(id, user, secret): one device of the user, in the user's app, and the secret's hash in
+--     guestpass.device_secrets.
 --   pg_temp.make_users_abc([devices, updated_at]): users A, B (app X) and C (app Y), and the devices named in
 --     p_devices (default all of a1, a2, b1, c1; '{}' for none); needs apps X and Y (make_apps_xy).
 create or replace function pg_temp.make_app(p_id uuid, p_name text)
@@ -49,10 +50,16 @@ create or replace function pg_temp.make_device(p_id uuid, p_user uuid, p_secret 
 returns void
 language sql
 as $$
-    insert into public.devices (id, app_id, user_id, secret_hash)
-    select p_id, u.app_id, u.id, encode(sha256(convert_to(p_secret, 'UTF8')), 'hex')
-    from public.users as u
-    where u.id = p_user
+    with device as (
+        insert into public.devices (id, app_id, user_id)
+        select p_id, u.app_id, u.id
+        from public.users as u
+        where u.id = p_user
+        returning id, app_id
+    )
+    insert into guestpass.device_secrets (device_id, app_id, secret_hash)
+    select device.id, device.app_id, encode(sha256(convert_to(p_secret, 'UTF8')), 'hex')
+    from device
 $$;
 
 create or replace function pg_temp.make_users_abc(

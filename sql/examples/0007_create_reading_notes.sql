@@ -1,0 +1,147 @@
+-- create public.reading_notes, notes on a reading: the example app's child table, for the table API's embedding
+-- A note belongs to one reading (reading_notes_reading_id_fkey, the foreign key the table API follows to embed notes
+-- in a reading, select=*,reading_notes(*), or the reading in a note) and, like the reading, to one user of one app
+-- (owner columns filled from the verified claims by default, a composite foreign key to the user in its app).
+-- Row-level security enabled and forced, policies per command and per role, as public.readings (0001):
+-- authenticated reads and writes only its own notes in its own app, and attaches a note only to one of its own
+-- readings; service_role (the app's backend) reads and writes the notes of its app only, each on a reading of the
+-- note's user in that app; anon gets nothing. Deleting a reading (or the user) deletes its notes.
+-- The table is not added to a logical replication publication: there is none (supabase_realtime) yet.
+
+create table if not exists public.reading_notes (
+    id uuid not null default gen_random_uuid(),
+    reading_id uuid not null,
+    app_id uuid not null default auth.app_id(),
+    user_id uuid not null default auth.uid(),
+    body text not null,
+    created_at timestamptz not null default now(),
+    constraint reading_notes_pkey primary key (id),
+    constraint reading_notes_reading_id_fkey foreign key (reading_id) references public.readings (id) on delete cascade,
+    -- Composite, so a note and its user can never sit in different apps; deleting the user deletes its notes.
+    constraint reading_notes_user_id_fkey foreign key (user_id, app_id)
+        references public.users (id, app_id) on delete cascade,
+    constraint reading_notes_body_check check (char_length(body) <= 1000)
+);
+
+comment on table public.reading_notes is
+    'Example app: notes on a reading (body up to 1000 characters), each on one of its user''s readings. app_id and '
+    'user_id default to the caller''s claims. A user sees and changes only its own notes, its app''s backend '
+    '(service_role) those of its app. Deleting the reading deletes its notes.';
+
+-- The foreign key's column (embedding, and the cascade from a deleted reading), and the owner columns the policies
+-- filter on: per user, and per app for service_role.
+create index if not exists reading_notes_reading_id_idx on public.reading_notes (reading_id);
+create index if not exists reading_notes_user_id_idx on public.reading_notes (user_id);
+create index if not exists reading_notes_app_id_idx on public.reading_notes (app_id);
+
+alter table public.reading_notes enable row level security;
+alter table public.reading_notes force row level security;
+
+-- Grants: the first wall. Clients may change only the body; never the owner columns or the reading.
+
+grant select, insert, delete on table public.reading_notes to authenticated;
+grant update (body) on table public.reading_notes to authenticated;
+grant select, insert, update, delete on table public.reading_notes to service_role;
+
+-- Policies: the second wall, per command and role. The reading checks read public.readings under the caller's own
+-- policies (readings_select_own, readings_select_app), so they can only ever find a reading the caller may see.
+
+drop policy if exists reading_notes_select_own on public.reading_notes;
+create policy reading_notes_select_own on public.reading_notes
+    as permissive
+    for select
+    to authenticated
+    using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
+
+comment on policy reading_notes_select_own on public.reading_notes is 'A user reads only its own notes, in its own app.';
+
+drop policy if exists reading_notes_insert_own on public.reading_notes;
+create policy reading_notes_insert_own on public.reading_notes
+    as permissive
+    for insert
+    to authenticated
+    with check (
+        user_id = (select auth.uid()) and app_id = (select auth.app_id())
+        and exists (
+            select 1 from public.readings as r
+            where r.id = reading_notes.reading_id and r.user_id = (select auth.uid()) and r.app_id = (select auth.app_id())
+        )
+    );
+
+comment on policy reading_notes_insert_own on public.reading_notes is
+    'A user adds notes only as itself, in its own app, and only to one of its own readings (anything else is 42501).';
+
+drop policy if exists reading_notes_update_own on public.reading_notes;
+create policy reading_notes_update_own on public.reading_notes
+    as permissive
+    for update
+    to authenticated
+    using (user_id = (select auth.uid()) and app_id = (select auth.app_id()))
+    with check (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
+
+comment on policy reading_notes_update_own on public.reading_notes is
+    'A user changes only its own notes, in its own app (only the body: the reading is not granted).';
+
+drop policy if exists reading_notes_delete_own on public.reading_notes;
+create policy reading_notes_delete_own on public.reading_notes
+    as permissive
+    for delete
+    to authenticated
+    using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
+
+comment on policy reading_notes_delete_own on public.reading_notes is
+    'A user deletes only its own notes, in its own app.';
+
+drop policy if exists reading_notes_select_app on public.reading_notes;
+create policy reading_notes_select_app on public.reading_notes
+    as permissive
+    for select
+    to service_role
+    using (app_id = (select auth.app_id()));
+
+comment on policy reading_notes_select_app on public.reading_notes is
+    'An app''s backend reads every note of its app only.';
+
+drop policy if exists reading_notes_insert_app on public.reading_notes;
+create policy reading_notes_insert_app on public.reading_notes
+    as permissive
+    for insert
+    to service_role
+    with check (
+        app_id = (select auth.app_id())
+        and exists (
+            select 1 from public.readings as r
+            where r.id = reading_notes.reading_id and r.user_id = reading_notes.user_id and r.app_id = (select auth.app_id())
+        )
+    );
+
+comment on policy reading_notes_insert_app on public.reading_notes is
+    'An app''s backend adds notes only in its own app, each on a reading of the note''s user in that app.';
+
+drop policy if exists reading_notes_update_app on public.reading_notes;
+create policy reading_notes_update_app on public.reading_notes
+    as permissive
+    for update
+    to service_role
+    using (app_id = (select auth.app_id()))
+    with check (
+        app_id = (select auth.app_id())
+        and exists (
+            select 1 from public.readings as r
+            where r.id = reading_notes.reading_id and r.user_id = reading_notes.user_id and r.app_id = (select auth.app_id())
+        )
+    );
+
+comment on policy reading_notes_update_app on public.reading_notes is
+    'An app''s backend changes notes of its app only, cannot move one to another app, and keeps each on a reading of '
+    'the note''s user.';
+
+drop policy if exists reading_notes_delete_app on public.reading_notes;
+create policy reading_notes_delete_app on public.reading_notes
+    as permissive
+    for delete
+    to service_role
+    using (app_id = (select auth.app_id()));
+
+comment on policy reading_notes_delete_app on public.reading_notes is
+    'An app''s backend deletes notes of its app only.';
