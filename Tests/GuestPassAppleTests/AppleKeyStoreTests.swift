@@ -129,6 +129,7 @@ import Testing
         let exchangeStarted = ContinuousClock.now
         await #expect(throws: AppleAuthError.self) { _ = try await client.exchange(code: "c.x", clientID: AppleHarness.audience) }
         #expect(ContinuousClock.now - exchangeStarted < .milliseconds(500))
+        withExtendedLifetime(closed) {}
     }
 
     @Test func aSilentHostCostsAtMostTheTimeout() async throws {

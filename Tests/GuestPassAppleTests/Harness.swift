@@ -64,8 +64,9 @@ func refusal(_ operation: () async throws -> Void) async -> AppleSignInError.Rea
     }
 }
 
-/// A loopback TCP socket bound to a free port. `listening`: it accepts connections into the backlog and never reads
-/// or answers (a host that swallows requests); else it is closed at once, so the port refuses connections.
+/// A loopback TCP socket bound to a free port, held until deinit so no other process can take the port. `listening`:
+/// it accepts connections into the backlog and never reads or answers (a host that swallows requests); else it only
+/// stays bound, and a bound socket that does not listen refuses every connection.
 final class LoopbackSocket: Sendable {
     let port: Int
     private let descriptor: Int32
@@ -90,16 +91,11 @@ final class LoopbackSocket: Sendable {
             throw POSIXError(.EADDRINUSE)
         }
         self.port = Int(UInt16(bigEndian: address.sin_port))
-        if listening {
-            _ = listen(fd, 16)
-            self.descriptor = fd
-        } else {
-            close(fd)
-            self.descriptor = -1
-        }
+        if listening { _ = listen(fd, 16) }
+        self.descriptor = fd
     }
 
     deinit {
-        if self.descriptor >= 0 { close(self.descriptor) }
+        close(self.descriptor)
     }
 }

@@ -284,7 +284,7 @@ reset role;
 select from pg_temp.as_service_role();
 select throws_ok(
     'select public.consume_quota()', '22023', 'p_user_id is required with the secret key',
-    'service_role must name the user it consumes for (32_backend_quota)'
+    'service_role must name the user it consumes for (33_backend_quota)'
 );
 
 -- Premium: the app's backend makes M premium; M is unmetered but counted.
