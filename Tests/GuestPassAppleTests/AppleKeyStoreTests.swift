@@ -114,31 +114,40 @@ import Testing
 }
 
 /// Apple unreachable: a refused connection answers at once, a silent host within the configured timeout.
+///
+/// The timeout here is a minute, so a client that retried the connection until the deadline (async-http-client's
+/// default, the ~5 s wait of issue 26) would take the whole minute. Alone a refused connection answers in about
+/// 10 ms; the bound asserted is looser because the full `swift test` run (every suite in parallel on two cores) can
+/// starve this process for seconds.
 @Suite struct AppleUnreachableTests {
+    static let timeout: Duration = .seconds(60)
+    static let loadedMachineBound: Duration = .seconds(15)
+
     @Test func aRefusedConnectionAnswersAtOnce() async throws {
         let closed = try LoopbackSocket(listening: false)
-        let store = AppleKeyStore(baseURL: "http://127.0.0.1:\(closed.port)", timeout: .seconds(5), logger: quietLogger)
+        let store = AppleKeyStore(baseURL: "http://127.0.0.1:\(closed.port)", timeout: Self.timeout, logger: quietLogger)
         let started = ContinuousClock.now
         #expect(await refusal { _ = try await store.key(id: "any") } == .keysUnavailable)
-        #expect(ContinuousClock.now - started < .milliseconds(500), "a refused connection waited \(ContinuousClock.now - started)")
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < Self.loadedMachineBound, "a refused connection waited \(elapsed)")
 
         let client = AppleAuthClient(
             baseURL: "http://127.0.0.1:\(closed.port)", teamID: "TEAM123456", keyID: "KEY1234567", privateKey: try ES256PrivateKey.generate(),
-            timeout: .seconds(5), logger: quietLogger
+            timeout: Self.timeout, logger: quietLogger
         )
         let exchangeStarted = ContinuousClock.now
         await #expect(throws: AppleAuthError.self) { _ = try await client.exchange(code: "c.x", clientID: AppleHarness.audience) }
-        #expect(ContinuousClock.now - exchangeStarted < .milliseconds(500))
+        #expect(ContinuousClock.now - exchangeStarted < Self.loadedMachineBound)
         withExtendedLifetime(closed) {}
     }
 
     @Test func aSilentHostCostsAtMostTheTimeout() async throws {
         let silent = try LoopbackSocket(listening: true)
-        let store = AppleKeyStore(baseURL: "http://127.0.0.1:\(silent.port)", timeout: .milliseconds(300), logger: quietLogger)
+        let store = AppleKeyStore(baseURL: "http://127.0.0.1:\(silent.port)", timeout: .seconds(1), logger: quietLogger)
         let started = ContinuousClock.now
         #expect(await refusal { _ = try await store.key(id: "any") } == .keysUnavailable)
         let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(2), "waited \(elapsed)")
+        #expect(elapsed >= .milliseconds(900) && elapsed < Self.loadedMachineBound, "waited \(elapsed)")
         withExtendedLifetime(silent) {}
     }
 }
