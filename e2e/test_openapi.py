@@ -33,7 +33,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 FUZZ_TIMEOUT = 300  # seconds per schemathesis run (it takes about a minute on 2 cores)
 MAX_EXAMPLES = 50  # per operation and phase
 SEED = 13
-CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method"
 CLIENT_ADDRESS = "198.51.100.13"  # the fuzzer's address for the per-client buckets (GUESTPASS_TRUSTED_PROXY_HEADER)
 METRICS_SOURCE = "ServiceMetrics.swift"
 DESTRUCTIVE = ("/auth/v1/logout", "/v1/account/delete")  # end the guest's session: only in the second run
@@ -193,3 +193,29 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(fuzz_server,
     ending = fuzz(fuzz_server, fuzz_app, last.access_token, workdir, "ending")
     print(ending.stdout[-3000:])
     assert_clean(ending, "every operation, logout and deletion included")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow", "shape"),
+    [
+        ("TRACE", "/health/live", "GET", "gotrue"),
+        ("PUT", "/auth/v1/signup", "POST", "gotrue"),
+        ("DELETE", "/auth/v1/user", "GET, PUT", "gotrue"),
+        ("GET", "/v1/account/merge", "POST", "gotrue"),
+        ("PUT", "/rest/v1/rpc/get_quota", "GET, POST", "postgrest"),
+        ("TRACE", "/rest/v1/rpc/consume_quota", "POST", "postgrest"),
+        ("PUT", "/rest/v1/rpc/any_function", "GET, POST", "postgrest"),
+    ],
+)
+def test_an_unrouted_method_on_a_known_path_is_405_with_allow(fuzz_server, fuzz_app, http, method, path, allow, shape):
+    """Found by schemathesis (issue 26): these answered 404. The methods come from the document, the shape from the
+    route group: GoTrue's {code, message}, PostgREST's four keys with PGRST117."""
+    response = http.request(method, fuzz_server.url + path, headers={"apikey": fuzz_app.publishable_key})
+    assert response.status_code == 405, f"{method} {path}: {response.status_code} {response.text[:300]}"
+    assert response.headers["allow"] == allow
+    body = response.json()
+    if shape == "gotrue":
+        assert list(body) == ["code", "message"] and body["code"] == "method_not_allowed", body
+    else:
+        assert sorted(body) == ["code", "details", "hint", "message"] and body["code"] == "PGRST117", body
+    assert http.request(method, fuzz_server.url + path + "/no/such/route").status_code == 404

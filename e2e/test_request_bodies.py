@@ -4,7 +4,7 @@ The RPC endpoint takes bodies up to 1 MiB. Each of the worst 1 MiB shapes (350,0
 nesting, long escaped strings, 71,000 distinct keys, a 1 MiB number, …) sent to `rpc/get_quota` as a signed-in guest answers a
 4xx or a normal answer, never a 5xx, and costs the server under 100 ms of CPU (utime + stime of the process, read
 from /proc right before and after each request, on a server of its own that is otherwise idle; each body is sent 3
-times and judged by its cheapest try). A body one byte over each route's limit is a 413. Run with `-s` to see the
+times and judged by its cheapest try). A body one byte over each route's limit (every JSON route) is a 413. Run with `-s` to see the
 CPU figures of each body.
 """
 
@@ -115,25 +115,31 @@ def test_worst_one_mib_bodies_are_cheap(name, body_server, body_guest, app, http
     assert min(spent) < CPU_BUDGET_MS, f"{summary}; budget {CPU_BUDGET_MS:.0f} ms"
 
 
-@pytest.mark.parametrize(
-    ("path", "limit", "needs_guest"),
-    [
-        (QUOTA, MIB, True),
-        ("/auth/v1/signup", 32 * 1024, False),
-        ("/auth/v1/token?grant_type=refresh_token", 4 * 1024, False),
-        ("/v1/devicecheck/grant", 8 * 1024, True),
-    ],
-)
-def test_one_byte_over_the_limit_is_413(path, limit, needs_guest, body_server, body_guest, app, http):
+# Every JSON route and its limit, as the README lists them (Sources/GuestPassApp/HTTP/BodyLimits.swift holds them;
+# BodyLimitsTests compares that file with the README).
+LIMITS = [
+    ("POST", QUOTA, MIB, True),
+    ("POST", "/rest/v1/readings", MIB, True),
+    ("POST", "/auth/v1/signup", 32 * 1024, False),
+    ("PUT", "/auth/v1/user", 32 * 1024, True),
+    ("POST", "/auth/v1/token?grant_type=refresh_token", 4 * 1024, False),
+    ("POST", "/auth/v1/token?grant_type=id_token", 4 * 1024, False),
+    ("POST", "/v1/account/merge", 4 * 1024, True),
+    ("POST", "/v1/devicecheck/grant", 8 * 1024, True),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "limit", "needs_guest"), LIMITS)
+def test_one_byte_over_the_limit_is_413(method, path, limit, needs_guest, body_server, body_guest, app, http):
     headers = guest_headers(app, body_guest) if needs_guest else {"apikey": app.publishable_key}
     headers["Content-Type"] = "application/json"
     over = fill(b'{"a":"', b"x", b'"}', size=limit + 1)
     assert len(over) == limit + 1
-    response = http.post(body_server.url + path, headers=headers, content=over, timeout=30)
+    response = http.request(method, body_server.url + path, headers=headers, content=over, timeout=30)
     assert response.status_code == 413, f"{path}, {len(over)} bytes: {response.status_code} {response.text[:300]}"
     assert_json_error(response, path)
     # At the limit itself the body is read (and judged on its content, not its size).
     at_limit = fill(b'{"a":"', b"x", b'"}', size=limit)
     assert len(at_limit) == limit
-    response = http.post(body_server.url + path, headers=headers, content=at_limit, timeout=30)
+    response = http.request(method, body_server.url + path, headers=headers, content=at_limit, timeout=30)
     assert response.status_code != 413 and response.status_code < 500, f"{path} at {limit} bytes: {response.status_code}"

@@ -322,6 +322,35 @@ $$;
 COMMENT ON FUNCTION guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean) IS 'GuestPass internal: the share code of user p_user of app p_app, creating it if missing, or a new one with p_rotate. A drawn code another user holds is drawn again, at most 10 times, then PT503.';
 
 --
+-- Name: backend_user(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.backend_user(p_user_id uuid) RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+    if auth.role() is distinct from 'service_role' then
+        return guestpass.refuse_caller('no user in the request claims');
+    end if;
+    if p_user_id is null then
+        raise exception 'p_user_id is required with the secret key' using errcode = '22023';
+    end if;
+    -- Unknown anywhere and a user of another app are one answer: nothing to tell them apart.
+    if not exists (select 1 from public.users as u where u.id = p_user_id and u.app_id = guestpass.require_app()) then
+        raise exception 'unknown user' using errcode = 'PT404';
+    end if;
+    return p_user_id;
+end
+$$;
+
+--
+-- Name: FUNCTION backend_user(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.backend_user(p_user_id uuid) IS 'GuestPass internal: the user an app''s backend (role service_role, no user in the claims) acts for: p_user_id when it is a user of the claims'' app; else PT404 ''unknown user'' (the same for an unknown id and another app''s user); 22023 ''p_user_id is required with the secret key'' when null. For any other role raises 42501 ''no user in the request claims'' (guestpass.refuse_caller). Called only from guestpass.caller_id''s branches without a user claim.';
+
+--
 -- Name: bucket_tokens(double precision, timestamp with time zone, timestamp with time zone, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -348,8 +377,8 @@ CREATE FUNCTION guestpass.caller_id(p_user_id uuid) RETURNS uuid
     LANGUAGE sql
     AS $$
     select case
-        when p_user_id is null then coalesce(auth.uid(), guestpass.refuse_caller('no user in the request claims'))
-        when auth.uid() is null then guestpass.refuse_caller('no user in the request claims')
+        when p_user_id is null then coalesce(auth.uid(), guestpass.backend_user(null))
+        when auth.uid() is null then guestpass.backend_user(p_user_id)
         when p_user_id <> auth.uid() then guestpass.refuse_caller('p_user_id must be the caller')
         else p_user_id
     end
@@ -359,7 +388,7 @@ $$;
 -- Name: FUNCTION caller_id(p_user_id uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.caller_id(p_user_id uuid) IS 'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it; else raises 42501 (guestpass.refuse_caller): ''no user in the request claims'' first, then ''p_user_id must be the caller''. Does not check that the user exists (guestpass.require_caller does). Inlinable: one expression, no SET clause; reads the claims once when p_user_id is null (0042).';
+COMMENT ON FUNCTION guestpass.caller_id(p_user_id uuid) IS 'GuestPass internal: the user a quota call acts for. With a user in the claims (sub): that user when p_user_id is null or equal to it, else 42501 ''p_user_id must be the caller'' (guestpass.refuse_caller). Without one: guestpass.backend_user(p_user_id) — for service_role (an app''s backend) a user of the claims'' app (else PT404 ''unknown user'', 22023 when null), for any other role 42501 ''no user in the request claims''. Does not check that a signed-in caller exists (guestpass.require_caller does). Inlinable: one expression, no SET clause; reads the claims once when p_user_id is null (0042, 0047).';
 
 --
 -- Name: check_credits_balance(); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2766,7 +2795,7 @@ $$;
 -- Name: FUNCTION consume_quota(p_user_id uuid, p_request_id text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) IS 'GuestPass: consumes one unit for the caller: premium (unmetered), else today''s free allowance, else one credit. Returns get_quota''s object after the consume plus charged (premium, free or credit). A p_request_id (or the Idempotency-Key header) used before returns the first answer without charging again. When nothing is left raises PT429 ''quota exceeded'' (HTTP 429) with detail = seconds until the reset (Retry-After) and hint resets_at=<ISO-8601 UTC>. p_user_id must be the caller or null (else 42501); a bad request id is 22023.';
+COMMENT ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) IS 'GuestPass: consumes one unit for the caller: premium (unmetered), else today''s free allowance, else one credit. Returns get_quota''s object after the consume plus charged (premium, free or credit). A p_request_id (or the Idempotency-Key header) used before for this user returns the first answer without charging again. When nothing is left raises PT429 ''quota exceeded'' (HTTP 429) with detail = seconds until the reset (Retry-After) and hint resets_at=<ISO-8601 UTC>. A signed-in user may pass only itself as p_user_id (or null; else 42501); an app''s backend (service_role) passes a user of its app (else PT404 ''unknown user'', the same for an unknown id and another app''s user; null is 22023), with the same idempotency, 429 and ledger as the user''s own call. A bad request id is 22023.';
 
 --
 -- Name: create_guest_user(uuid); Type: FUNCTION; Schema: public; Owner: -
@@ -2830,7 +2859,7 @@ $$;
 -- Name: FUNCTION get_quota(p_user_id uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.get_quota(p_user_id uuid) IS 'GuestPass: the caller''s quota: {quota_remaining (free uses left today, in the user''s timezone), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. p_user_id is accepted for compatibility and must be the caller or null (else 42501).';
+COMMENT ON FUNCTION public.get_quota(p_user_id uuid) IS 'GuestPass: the caller''s quota: {quota_remaining (free uses left today, in the user''s timezone), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. A signed-in user may pass only itself as p_user_id (or null; else 42501). An app''s backend (service_role) passes a user of its app (else PT404 ''unknown user'', for an unknown id and another app''s user alike; null is 22023).';
 
 --
 -- Name: get_share_code(); Type: FUNCTION; Schema: public; Owner: -
@@ -2934,6 +2963,10 @@ declare
     v_code text := upper(btrim(p_code));
 begin
     select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    -- No code is a malformed request, not a try: refused before any token is taken (it guesses nothing).
+    if p_code is null then
+        raise exception 'p_code is required' using errcode = '22023';
+    end if;
     -- Every try takes a token first, found or not: the limit reveals nothing about codes.
     perform guestpass.enforce_rate_limit('pair:user:' || v_user::text, 10, 10.0 / 3600);
     perform guestpass.enforce_rate_limit(
@@ -2971,7 +3004,7 @@ $$;
 -- Name: FUNCTION pair_with_code(p_code text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.pair_with_code(p_code text) IS 'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. Takes a token from the caller''s pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s (pair:ip:<address>, 30, 30 an hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
+COMMENT ON FUNCTION public.pair_with_code(p_code text) IS 'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. p_code null is 22023 ''p_code is required'' (HTTP 400), before any token is taken. Takes a token from the caller''s pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s (pair:ip:<address>, 30, 30 an hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
 
 --
 -- Name: revoke_device(uuid); Type: FUNCTION; Schema: public; Owner: -
@@ -4603,6 +4636,12 @@ REVOKE ALL ON FUNCTION guestpass.apply_credit_change(p_user uuid, p_change integ
 REVOKE ALL ON FUNCTION guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean) FROM PUBLIC;
 
 --
+-- Name: FUNCTION backend_user(p_user_id uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.backend_user(p_user_id uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION bucket_tokens(p_tokens double precision, p_updated_at timestamp with time zone, p_now timestamp with time zone, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -4991,6 +5030,7 @@ GRANT ALL ON FUNCTION public.complete_account_setup(p_full_name text) TO authent
 
 REVOKE ALL ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) TO authenticated;
+GRANT ALL ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) TO service_role;
 
 --
 -- Name: FUNCTION create_guest_user(p_device_id uuid); Type: ACL; Schema: public; Owner: -
@@ -5007,6 +5047,7 @@ GRANT ALL ON FUNCTION public.create_guest_user(p_device_id uuid) TO service_role
 
 REVOKE ALL ON FUNCTION public.get_quota(p_user_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.get_quota(p_user_id uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.get_quota(p_user_id uuid) TO service_role;
 
 --
 -- Name: FUNCTION get_share_code(); Type: ACL; Schema: public; Owner: -

@@ -1,3 +1,4 @@
+import GuestPassApple
 import GuestPassPostgres
 import Logging
 import Prometheus
@@ -27,6 +28,10 @@ public struct AppConfiguration: Sendable {
     /// The shortest time between two catalog reloads that a request naming an unknown function may cause
     /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
     public var catalogRetryInterval: Duration = .seconds(1)
+    /// The longest one call to Apple's Sign in with Apple endpoints may take, connecting included
+    /// (`GUESTPASS_APPLE_TIMEOUT_MS`, milliseconds, default 5000, 100...60000). A refused connection or a name that does
+    /// not resolve fails at once whatever this is (`AppleHTTP`).
+    public var appleTimeout: Duration = AppleHTTP.defaultTimeout
     /// `db-max-rows`: the most rows a table read returns (`GUESTPASS_DB_MAX_ROWS`, Supabase's 1000 by default).
     public var maxRows = 1000
     /// Tokens, sessions and sign-up limits.
@@ -100,6 +105,12 @@ public struct AppConfiguration: Sendable {
                 throw ConfigurationError("GUESTPASS_DB_MAX_ROWS must be a number of rows in 1...1000000, got \(rows)")
             }
             self.maxRows = value
+        }
+        if let timeout = environment["GUESTPASS_APPLE_TIMEOUT_MS"] {
+            guard let value = Int(timeout), (100...60_000).contains(value) else {
+                throw ConfigurationError("GUESTPASS_APPLE_TIMEOUT_MS must be a number of milliseconds in 100...60000, got \(timeout)")
+            }
+            self.appleTimeout = .milliseconds(value)
         }
         if let drain = environment["GUESTPASS_SHUTDOWN_DRAIN_MS"] {
             guard let value = Int(drain), (0...60_000).contains(value) else {

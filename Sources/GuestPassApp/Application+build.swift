@@ -15,7 +15,7 @@ public func buildApplication(
     let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let router = buildRouter(
         pool: pool, readPool: readPool, tokens: try configuration.tokens, catalog: catalog,
-        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger),
+        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
     var services: [any Service] = [pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger)]
@@ -61,5 +61,7 @@ func buildRouter(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),
         afterAppleUpdate: afterAppleUpdate
     ).register(on: router)
+    // Last: it runs only for requests no route matched (405 with Allow for a known path, else the 404).
+    if let methods = try? MethodNotAllowedMiddleware.bundled() { router.add(middleware: methods) }
     return router
 }

@@ -16,15 +16,18 @@ public struct AppleAuthClient: Sendable {
     let timeout: TimeAmount
     let logger: Logger
 
+    /// - Parameters:
+    ///   - httpClient: by default `AppleHTTP.shared`: a refused connection or a name that does not resolve fails at once.
+    ///   - timeout: the longest one call may take, connecting included (`GUESTPASS_APPLE_TIMEOUT_MS`).
     public init(
-        baseURL: String, teamID: String, keyID: String, privateKey: ES256PrivateKey, httpClient: HTTPClient = .shared,
-        timeout: TimeAmount = .seconds(5), logger: Logger
+        baseURL: String, teamID: String, keyID: String, privateKey: ES256PrivateKey, httpClient: HTTPClient = AppleHTTP.shared,
+        timeout: Duration = AppleHTTP.defaultTimeout, logger: Logger
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.teamID = teamID
         self.signer = JWTSigner(key: privateKey, keyID: keyID)
         self.httpClient = httpClient
-        self.timeout = timeout
+        self.timeout = timeout.timeAmount
         self.logger = logger
     }
 

@@ -9,25 +9,31 @@ import NIOCore
 /// Apple's Sign in with Apple public keys (`<base>/auth/keys`, a JWKS of RS256 keys), cached by `kid`.
 ///
 /// Design and limits:
-/// - Keys are fetched on first use and again only when a token names a `kid` the cache does not hold, at most once
-///   per `refreshInterval` (default one minute) per store, so tokens with made-up `kid`s cannot make the server hammer
-///   Apple. Concurrent lookups that need a fetch share one.
-/// - A fetch that fails leaves the cache as it was: while Apple is unreachable, tokens signed with cached keys still
-///   verify. Only a cold cache with Apple unreachable is `keysUnavailable` (the server answers 503).
-/// - Keys Apple stops listing stay cached until the process restarts; Apple rotates rarely and a removed key's tokens
-///   expire within minutes.
+/// - Keys are fetched on first use and again when a token names a `kid` the cache does not hold, or when the cached
+///   set is older than `maxAge` (default one hour); at most once per `refreshInterval` (default one minute) per store,
+///   so tokens with made-up `kid`s cannot make the server hammer Apple. Concurrent lookups that need a fetch share one.
+/// - A fetch that succeeds replaces the cached set, as JWKS caches do: a `kid` Apple no longer lists stops verifying
+///   (Apple withdraws a key when it must not be trusted any more). A fetch that fails, or answers a set without one
+///   usable key, leaves the cache as it was: while Apple is unreachable, tokens signed with cached keys still verify.
+///   Only a cold cache with Apple unreachable is `keysUnavailable` (the server answers 503).
+/// - Unreachable fails fast: the fetch uses `AppleHTTP.shared`, which does not retry a failed connection, so a refused
+///   connection or a name that does not resolve answers in milliseconds; any fetch ends within `timeout`.
 /// - A JWKS entry that is not a usable RS256 key (wrong `kty`, under 2048 bits) is skipped.
 public final class AppleKeyStore: Sendable {
     /// Where the keys are published: `<baseURL>/auth/keys`.
     public let keysURL: String
     private let httpClient: HTTPClient
     private let refreshInterval: Duration
+    private let maxAge: Duration
     private let timeout: Duration
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
 
     private struct State {
         var keys: [String: RSAPublicKey] = [:]
+        /// When the cached set was fetched (nil: never).
+        var fetchedAt: ContinuousClock.Instant?
+        /// When the last fetch started, whatever its outcome: the rate limit.
         var lastFetch: ContinuousClock.Instant?
         var fetch: Task<Void, Never>?
     }
@@ -35,24 +41,31 @@ public final class AppleKeyStore: Sendable {
     /// - Parameters:
     ///   - baseURL: Apple's base URL (`https://appleid.apple.com`) or a stand-in's.
     ///   - refreshInterval: the least time between two fetches.
-    ///   - timeout: the longest a fetch may take.
+    ///   - maxAge: how long a fetched set is used before a lookup fetches it again.
+    ///   - timeout: the longest a fetch may take, connecting included.
     public init(
-        baseURL: String, httpClient: HTTPClient = .shared, refreshInterval: Duration = .seconds(60), timeout: Duration = .seconds(5),
-        logger: Logger
+        baseURL: String, httpClient: HTTPClient = AppleHTTP.shared, refreshInterval: Duration = .seconds(60),
+        maxAge: Duration = .seconds(3600), timeout: Duration = AppleHTTP.defaultTimeout, logger: Logger
     ) {
         self.keysURL = baseURL.hasSuffix("/") ? baseURL + "auth/keys" : baseURL + "/auth/keys"
         self.httpClient = httpClient
         self.refreshInterval = refreshInterval
+        self.maxAge = maxAge
         self.timeout = timeout
         self.logger = logger
     }
 
-    /// The key with `kid` `keyID`, fetching Apple's keys when it is not cached and the last fetch is old enough.
+    /// The key with `kid` `keyID`, fetching Apple's keys when it is not cached (or the cached set is older than
+    /// `maxAge`) and the last fetch is old enough.
     ///
     /// - Throws: `AppleSignInError(.unknownKey)` when Apple does not list it; `.keysUnavailable` when nothing is cached
     ///   and the keys cannot be fetched.
     public func key(id keyID: String) async throws -> RSAPublicKey {
-        if let key = self.state.withLockedValue({ $0.keys[keyID] }) { return key }
+        let fresh = self.state.withLockedValue { state -> RSAPublicKey? in
+            guard let fetchedAt = state.fetchedAt, ContinuousClock.now - fetchedAt < self.maxAge else { return nil }
+            return state.keys[keyID]
+        }
+        if let fresh { return fresh }
         let fetch: Task<Void, Never>? = self.state.withLockedValue { state in
             if let running = state.fetch { return running }
             if let last = state.lastFetch, ContinuousClock.now - last < self.refreshInterval { return nil }
@@ -79,7 +92,7 @@ public final class AppleKeyStore: Sendable {
             var request = HTTPClientRequest(url: self.keysURL)
             request.headers.add(name: "Accept", value: "application/json")
             let response = try await self.httpClient.execute(
-                request, timeout: .nanoseconds(Int64(self.timeout.components.seconds) * 1_000_000_000), logger: self.logger)
+                request, timeout: self.timeout.timeAmount, logger: self.logger)
             guard response.status == .ok else {
                 outcome = "http_\(response.status.code)"
                 self.logger.warning("Apple keys fetch answered \(response.status.code)", metadata: ["apple.keys_url": "\(self.keysURL)"])
@@ -87,8 +100,19 @@ public final class AppleKeyStore: Sendable {
             }
             let body = try await response.body.collect(upTo: 256 * 1024)
             let keys = try Self.parse(Data(body.readableBytesView))
+            guard !keys.isEmpty else {
+                outcome = "no_usable_key"
+                self.logger.warning("Apple keys fetch listed no usable key; keeping the cached ones", metadata: ["apple.keys_url": "\(self.keysURL)"])
+                return
+            }
+            // The new set replaces the old: a kid Apple no longer lists is no longer trusted.
             self.state.withLockedValue { state in
-                for (id, key) in keys { state.keys[id] = key }
+                let withdrawn = state.keys.keys.filter { keys[$0] == nil }
+                if !withdrawn.isEmpty {
+                    self.logger.notice("Apple no longer lists keys; they stop verifying", metadata: ["apple.kids": "\(withdrawn.sorted())"])
+                }
+                state.keys = keys
+                state.fetchedAt = .now
             }
             outcome = "ok"
             self.logger.debug("Apple keys fetched", metadata: ["apple.keys": "\(keys.count)"])

@@ -16,6 +16,8 @@ import NIOConcurrencyHelpers
 ///   default 600, negative for an expired token; `iss` default Apple's; `kid` overrides the header's key id;
 ///   `foreign_key: true` signs with a key Apple never published, under the current `kid`). Answers `{"id_token"}`.
 /// - `POST /_standin/rotate-keys`: a new current key; the previous one stays listed. Answers `{"kid"}`.
+/// - `POST /_standin/withdraw-key` `{"kid"}`: Apple stops listing that key (not the current one: 409; unknown: 404);
+///   tokens it signed must stop verifying once the server has fetched the keys again. 204.
 /// - `POST /_standin/outage` `{"down": true|false}`: while down, `/auth/keys` answers 503.
 /// - `POST /_standin/authorization-code` `{"sub","aud"}`: a one-time authorization code, as the app would receive it.
 /// - `GET /_standin/stats`: `{"key_fetches","revoked"}`: how many times `/auth/keys` was served, and the `sub` of every
@@ -132,6 +134,41 @@ public final class AppleStandInState: Sendable {
         return key.id
     }
 
+    /// The outcome of `withdrawKey(_:)`.
+    public enum Withdrawal: Sendable, Equatable {
+        case withdrawn, unknown, current
+    }
+
+    /// Stops listing the key `kid` (as Apple withdraws one); the current key cannot be withdrawn (rotate first).
+    @discardableResult
+    public func withdrawKey(_ kid: String) -> Withdrawal {
+        self.values.withLockedValue { values in
+            guard let index = values.keys.firstIndex(where: { $0.id == kid }) else { return .unknown }
+            guard index != 0 else { return .current }
+            values.keys.remove(at: index)
+            return .withdrawn
+        }
+    }
+
+    /// The `kid` of the key new identity tokens are signed with.
+    public var currentKeyID: String { self.values.withLockedValue { $0.keys[0].id } }
+
+    /// The `kid`s `/auth/keys` lists, current first.
+    public var listedKeyIDs: [String] { self.values.withLockedValue { $0.keys.map(\.id) } }
+
+    /// An identity token as Apple issues it, signed with the current key (or `kid` in the header instead of its id;
+    /// `foreignKey`: signed with a key Apple never published), valid `expiresIn` seconds.
+    public func identityToken(
+        sub: String, aud: String, nonce: String? = nil, expiresIn: Int = 600, kid: String? = nil, foreignKey: Bool = false
+    ) throws -> String {
+        try self.identityToken(
+            IdentityTokenRequest(
+                sub: sub, aud: aud, nonce: nonce, email: nil, is_private_email: nil, expires_in: expiresIn, iat_offset: nil,
+                iss: nil, kid: kid, foreign_key: foreignKey
+            )
+        )
+    }
+
     /// While `down`, `/auth/keys` answers 503.
     public func setDown(_ down: Bool) { self.values.withLockedValue { $0.down = down } }
 
@@ -218,6 +255,14 @@ struct AppleStandInRoutes: Sendable {
         }
         router.post("_standin/rotate-keys") { _, _ -> Response in
             try Self.json(["kid": try self.state.rotateKeys()])
+        }
+        router.post("_standin/withdraw-key") { request, context -> Response in
+            struct Withdraw: Decodable { let kid: String }
+            switch self.state.withdrawKey(try await request.decode(as: Withdraw.self, context: context).kid) {
+            case .withdrawn: return Response(status: .noContent)
+            case .unknown: return Response(status: .notFound)
+            case .current: return Response(status: .conflict)
+            }
         }
         router.post("_standin/outage") { request, context -> Response in
             struct Outage: Decodable { let down: Bool }

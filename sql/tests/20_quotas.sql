@@ -30,8 +30,8 @@ select results_eq(
              ('guestpass.grant_credits_admin(uuid,integer,text)', ''),
              ('guestpass.quota_state(uuid,timestamptz)', ''),
              ('guestpass.require_caller(uuid)', ''),
-             ('public.consume_quota(uuid,text)', 'authenticated'),
-             ('public.get_quota(uuid)', 'authenticated'),
+             ('public.consume_quota(uuid,text)', 'authenticated,service_role'),
+             ('public.get_quota(uuid)', 'authenticated,service_role'),
              ('public.grant_credits(uuid,integer,text,text)', 'service_role'),
              ('public.set_premium(uuid,boolean)', 'service_role')$$,
     'the quota RPCs are executable by exactly the roles they serve, the internals by none'
@@ -282,7 +282,10 @@ select throws_ok('select public.consume_quota()', '42501', null, 'anon cannot ca
 select throws_ok('select public.get_quota()', '42501', null, 'anon cannot call get_quota');
 reset role;
 select from pg_temp.as_service_role();
-select throws_ok('select public.consume_quota()', '42501', null, 'service_role cannot call consume_quota');
+select throws_ok(
+    'select public.consume_quota()', '22023', 'p_user_id is required with the secret key',
+    'service_role must name the user it consumes for (33_backend_quota)'
+);
 
 -- Premium: the app's backend makes M premium; M is unmetered but counted.
 

@@ -4,7 +4,7 @@
 -- (the Flowers example) are seen by their sender and recipient only and sent only to partners; auth.is_partner stays
 -- inlinable. Fixtures: apps X and Y; users A, B, C in X.
 begin;
-select plan(24);
+select plan(25);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -108,6 +108,8 @@ reset role;
 -- 5. Brute force: the caller's bucket (10) runs dry, found or not.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000c');
+-- No code at all is a bad request (0046), before any token is taken: the count below stays 11.
+select throws_ok('select public.pair_with_code(null)', '22023', 'p_code is required', 'a null code is 22023, no try');
 select is(
     (select count(*)::int from generate_series(1, 20) as i
      where pg_temp.error_of(format('select public.pair_with_code(%L)', 'GUESS' || i)) like 'PT429%'),

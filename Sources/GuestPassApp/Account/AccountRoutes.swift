@@ -29,8 +29,6 @@ struct AccountRoutes: Sendable {
     /// The exposed schemas whose rows a merge moves or a deletion removes (public always).
     let schemas: [String]
 
-    static let bodyLimit = 4 * 1024
-
     func register(on router: Router<AppRequestContext>) {
         router.group("v1/account").add(middleware: ErrorMiddleware(dialect: .goTrue))
             .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
@@ -99,7 +97,7 @@ struct AccountRoutes: Sendable {
 
     func merge(_ request: Request, _ context: SignedInContext) async throws -> MergeResponse {
         var request = request
-        let body = try await request.jsonObject(limit: Self.bodyLimit)
+        let body = try await request.jsonObject(limit: BodyLimits.token)
         guard let presented = body["guest_refresh_token"]?.stringValue, !presented.isEmpty else {
             throw APIError.validation("guest_refresh_token is required")
         }

@@ -45,15 +45,18 @@ final class AppleVerifiers: Sendable {
     private let verifiers = NIOLockedValueBox([String: AppleIdentityVerifier]())
     private let clients = NIOLockedValueBox([AppleSettings.KeySettings: AppleAuthClient]())
     let logger: Logger
+    /// The longest one call to Apple may take (`GUESTPASS_APPLE_TIMEOUT_MS`); a refused connection fails at once.
+    let timeout: Duration
 
-    init(logger: Logger) {
+    init(logger: Logger, timeout: Duration = AppleHTTP.defaultTimeout) {
         self.logger = logger
+        self.timeout = timeout
     }
 
     func verifier(baseURL: String) -> AppleIdentityVerifier {
         self.verifiers.withLockedValue { verifiers in
             if let verifier = verifiers[baseURL] { return verifier }
-            let verifier = AppleIdentityVerifier(keys: AppleKeyStore(baseURL: baseURL, logger: self.logger))
+            let verifier = AppleIdentityVerifier(keys: AppleKeyStore(baseURL: baseURL, timeout: self.timeout, logger: self.logger))
             verifiers[baseURL] = verifier
             return verifier
         }
@@ -65,7 +68,7 @@ final class AppleVerifiers: Sendable {
         let pem = try String(contentsOfFile: key.keyPath, encoding: .utf8)
         let client = AppleAuthClient(
             baseURL: key.baseURL, teamID: key.teamID, keyID: key.keyID, privateKey: try ES256PrivateKey(pemRepresentation: pem),
-            logger: self.logger
+            timeout: self.timeout, logger: self.logger
         )
         self.clients.withLockedValue { $0[key] = client }
         return client

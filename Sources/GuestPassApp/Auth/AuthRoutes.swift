@@ -11,13 +11,6 @@ struct AuthRoutes: Sendable {
     let apple: AppleVerifiers
     var configuration: AuthConfiguration { self.tokens.configuration }
 
-    /// Sign-up bodies: `data` holds at most 16 KiB of metadata plus the device id and facts.
-    static let signUpBodyLimit = 32 * 1024
-    /// Token bodies: a refresh token.
-    static let tokenBodyLimit = 4 * 1024
-    /// `id_token` grant bodies: an Apple identity token (about 1 KiB) and a nonce.
-    static let idTokenBodyLimit = 16 * 1024
-
     func register(on router: Router<AppRequestContext>) {
         let auth = router.group("auth/v1").add(middleware: ErrorMiddleware(dialect: .goTrue))
         let keyed = auth.group().add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
@@ -43,7 +36,7 @@ struct AuthRoutes: Sendable {
     func signUp(_ request: Request, _ context: CallerContext) async throws -> Response {
         var request = request
         let caller = context.caller
-        let body = try await request.jsonObject(limit: Self.signUpBodyLimit)
+        let body = try await request.jsonObject(limit: BodyLimits.signUp)
         if body["email"] != nil || body["phone"] != nil {
             throw APIError(.unprocessableContent, code: "email_provider_disabled", message: "Only anonymous sign-up is available")
         }
@@ -114,10 +107,10 @@ struct AuthRoutes: Sendable {
         var request = request
         switch request.uri.queryParameters["grant_type"].map(String.init) {
         case "refresh_token":
-            let body = try await request.jsonObject(limit: Self.tokenBodyLimit)
+            let body = try await request.jsonObject(limit: BodyLimits.token)
             return try await self.refresh(body, request, context)
         case "id_token":
-            let body = try await request.jsonObject(limit: Self.idTokenBodyLimit)
+            let body = try await request.jsonObject(limit: BodyLimits.token)
             return try await self.signInWithIDToken(body, request, context)
         default:
             throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token or id_token")
@@ -186,7 +179,7 @@ struct AuthRoutes: Sendable {
     func updateUser(_ request: Request, _ context: SignedInContext) async throws -> UserResponse {
         var request = request
         let (caller, token) = (context.caller, context.token)
-        let body = try await request.jsonObject(limit: Self.signUpBodyLimit)
+        let body = try await request.jsonObject(limit: BodyLimits.signUp)
         for key in ["email", "phone", "password"] where body[key] != nil && body[key] != .null {
             throw APIError(.unprocessableContent, code: "\(key)_change_disabled", message: "Only data can be updated")
         }

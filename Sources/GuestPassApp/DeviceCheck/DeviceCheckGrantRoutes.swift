@@ -35,9 +35,6 @@ struct DeviceCheckGrantRoutes: Sendable {
     /// Runs between Apple's update and the database commit; tests inject a crash here.
     let afterAppleUpdate: @Sendable () async throws -> Void
 
-    /// Request bodies: one token of at most 4 KiB.
-    static let bodyLimit = 8 * 1024
-
     struct Outcome: ResponseEncodable {
         let granted: Bool
         let reason: String?
@@ -67,7 +64,7 @@ struct DeviceCheckGrantRoutes: Sendable {
     func grant(_ request: Request, _ context: SignedInContext) async throws -> Outcome {
         var request = request
         let caller = context.caller
-        let body = try await request.jsonObject(limit: Self.bodyLimit)
+        let body = try await request.jsonObject(limit: BodyLimits.welcomeGrant)
         guard let text = body["device_token"]?.stringValue, !text.isEmpty else {
             throw APIError.validation("device_token must be the DeviceCheck token (base64) of this device")
         }

@@ -17,9 +17,6 @@ struct RPCRoutes: Sendable {
     let authenticator: Authenticator
     let catalog: SchemaCache
 
-    /// The largest RPC body (named arguments as one JSON object), as PostgREST's default.
-    static let bodyLimit = 1024 * 1024
-
     func register(on router: Router<AppRequestContext>) {
         router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
             .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
@@ -48,7 +45,7 @@ struct RPCRoutes: Sendable {
             }
             arguments = fromQuery
         } else {
-            arguments = try await request.jsonObject(limit: Self.bodyLimit)
+            arguments = try await request.jsonObject(limit: BodyLimits.rpc)
         }
         // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
         var idempotencyKey: String?
