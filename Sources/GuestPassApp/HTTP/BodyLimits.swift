@@ -14,7 +14,6 @@ enum BodyLimits {
     static let welcomeGrant = 8 * 1024
     /// `POST /rest/v1/rpc/<fn>`: named arguments as one JSON object, as PostgREST's default.
     static let rpc = 1024 * 1024
-    /// `POST`/`PATCH /rest/v1/<table>`: the table API's write body (1,000 example rows take about 60 KiB). Kept by the
-    /// table routes (`TableRoutes.bodyLimit`) and named here so that every limit is read from one place.
-    static let tableWrite = TableRoutes.bodyLimit
+    /// `POST`/`PATCH /rest/v1/<table>`: the table API's write body (1,000 example rows take about 60 KiB).
+    static let tableWrite = 1024 * 1024
 }

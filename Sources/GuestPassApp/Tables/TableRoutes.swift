@@ -19,7 +19,7 @@ struct TableRoutes: Sendable {
     let maxRows: Int
 
     /// The largest write body: 1,000 rows of the example table fit many times over.
-    static let bodyLimit = 1024 * 1024
+    static let bodyLimit = BodyLimits.tableWrite
 
     func register(on router: Router<AppRequestContext>) {
         let group = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
