@@ -447,11 +447,6 @@ def test_embed_alias_inner_filter_order_and_limit(noted):
     assert_table_error(missing, 400, "PGRST200")
 
 
-EMBEDDED_FILTER_BUG = ("server: a filter on a left-joined embedding is answered 400 42P18 'could not determine data "
-                       "type of parameter $N' (with !inner it works)")
-
-
-@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
 def test_an_embedded_filter_filters_the_children_only(noted):
     filtered = noted.table("readings").select("id, reading_notes(body)").eq("reading_notes.body", "x")
     filtered = filtered.order("created_at").execute().data
@@ -461,7 +456,6 @@ def test_an_embedded_filter_filters_the_children_only(noted):
     assert sorted(n["body"] for n in to_one) == ["x", "y"] and all(n["readings"] is None for n in to_one)
 
 
-@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
 def test_an_embedded_filter_on_the_users_embedding(server, app):
     """The same through the readings → users foreign key, which needs no reading_notes."""
     guest = Guest(server, app)

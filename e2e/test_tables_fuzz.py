@@ -390,11 +390,6 @@ def well_formed_request(draw, notes: bool) -> str:
     return table + "?" + build_query(params, draw(encoding))
 
 
-EMBEDDED_FILTER_BUG = ("server: a filter on a left-joined embedding (`users.language=eq.en` with `select=id,users(id)`) "
-                       "is answered 400 42P18 'could not determine data type of parameter $2'")
-
-
-@pytest.mark.xfail(reason=EMBEDDED_FILTER_BUG, strict=True)
 @settings(FUZZ, max_examples=200)
 @given(data=st.data())
 def test_well_formed_reads_succeed(target, data):
