@@ -2,6 +2,7 @@ import GuestPassApple
 import GuestPassPostgres
 import Logging
 import Prometheus
+import Foundation
 
 /// Everything `guestpass serve` needs, read from environment variables.
 public struct AppConfiguration: Sendable {
@@ -23,7 +24,8 @@ public struct AppConfiguration: Sendable {
     public var databaseAcquireTimeout: Duration = .seconds(5)
     /// Log level (`LOG_LEVEL`, default info).
     public var logLevel: Logger.Level = .info
-    /// Schemas whose functions `/rest/v1/rpc` exposes (`GUESTPASS_DB_SCHEMAS`, default `public`).
+    /// Schemas whose functions (`/rest/v1/rpc`) and tables (`/rest/v1/<table>`) are exposed (`GUESTPASS_DB_SCHEMAS`,
+    /// default `public`).
     public var exposedSchemas: [String] = ["public"]
     /// The shortest time between two catalog reloads that a request naming an unknown function may cause
     /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
@@ -80,14 +82,7 @@ public struct AppConfiguration: Sendable {
             }
             self.databasePoolSize = value
         }
-        if let schemas = environment["GUESTPASS_DB_SCHEMAS"], !schemas.isEmpty {
-            let names = schemas.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            let reserved: Set<String> = ["auth", "guestpass", "guestpass_server", "guestpass_migrations", "pg_catalog", "information_schema"]
-            guard !names.isEmpty, names.allSatisfy({ !reserved.contains($0) && !$0.hasPrefix("pg_") }) else {
-                throw ConfigurationError("GUESTPASS_DB_SCHEMAS must list app schemas only (not auth, guestpass*, pg_*)")
-            }
-            self.exposedSchemas = names
-        }
+        self.exposedSchemas = try Self.exposedSchemas(environment["GUESTPASS_DB_SCHEMAS"])
         if let timeout = environment["GUESTPASS_DB_ACQUIRE_TIMEOUT"] {
             guard let value = Int(timeout), (1...600).contains(value) else {
                 throw ConfigurationError("GUESTPASS_DB_ACQUIRE_TIMEOUT must be a number of seconds in 1...600, got \(timeout)")
@@ -138,6 +133,18 @@ public struct AppConfiguration: Sendable {
 
     /// `GUESTPASS_DB_POOL_MODE` (`session` by default, or `transaction` behind PgBouncer's transaction pooling), for
     /// `serve` and the operator commands alike.
+    /// The exposed schemas of `GUESTPASS_DB_SCHEMAS` (comma-separated; `public` when unset or empty): app schemas only,
+    /// never GuestPass's own or PostgreSQL's. The one parser of the variable (`serve`, `prune`).
+    public static func exposedSchemas(_ value: String?) throws -> [String] {
+        guard let value, !value.isEmpty else { return ["public"] }
+        let names = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let reserved: Set<String> = ["auth", "guestpass", "guestpass_server", "guestpass_migrations", "pg_catalog", "information_schema"]
+        guard !names.isEmpty, names.allSatisfy({ !reserved.contains($0) && !$0.hasPrefix("pg_") }) else {
+            throw ConfigurationError("GUESTPASS_DB_SCHEMAS must list app schemas only (not auth, guestpass*, pg_*)")
+        }
+        return names
+    }
+
     public static func poolMode(environment: [String: String]) throws -> PostgresConfiguration.PoolMode {
         guard let mode = environment["GUESTPASS_DB_POOL_MODE"], !mode.isEmpty else { return .session }
         guard let value = PostgresConfiguration.PoolMode(rawValue: mode) else {

@@ -3,6 +3,7 @@ import Foundation
 import GuestPassCrypto
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// Sign in with Apple's server-to-server calls for one app key: the authorization-code exchange (`/auth/token`), which
 /// yields the refresh token that revocation needs, and the revocation itself (`/auth/revoke`, required when a user

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 
 /// Apple's Sign in with Apple public keys (`<base>/auth/keys`, a JWKS of RS256 keys), cached by `kid`.
 ///

@@ -3,6 +3,7 @@ import GuestPassCrypto
 import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
+import NIOFoundationEssentialsCompat
 
 /// Builds a local stand-in for Apple's Sign in with Apple endpoints: real HTTP, Apple's key format, so the production
 /// `AppleKeyStore` runs unchanged against `http://<host>:<port>`. For development and tests only.

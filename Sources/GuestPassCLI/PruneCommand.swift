@@ -22,8 +22,7 @@ struct PruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let schemas = (self.schemas ?? ProcessInfo.processInfo.environment["GUESTPASS_DB_SCHEMAS"] ?? "public")
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let schemas = try AppConfiguration.exposedSchemas(self.schemas ?? ProcessInfo.processInfo.environment["GUESTPASS_DB_SCHEMAS"])
         let (dryRun, batchSize) = (self.dryRun, self.batchSize)
         let showProgress = isatty(STDERR_FILENO) == 1 && !self.json
         let counts: [(String, Int)] = try await withAdminPool(self.database) { pool in

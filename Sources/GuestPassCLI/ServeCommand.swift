@@ -5,6 +5,7 @@ import Hummingbird
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// `guestpass serve`: runs the HTTP service until SIGTERM/SIGINT, then shuts down gracefully: readiness 503 for the
 /// drain (`GUESTPASS_SHUTDOWN_DRAIN_MS`), then no new connections, the requests in flight finished, exit 0.

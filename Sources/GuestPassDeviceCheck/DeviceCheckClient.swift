@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import GuestPassCrypto
 import Logging
+import NIOCore
+import NIOHTTP1
 
 /// A client for Apple's DeviceCheck two-bits API (`validate_device_token`, `query_two_bits`, `update_two_bits`).
 ///

@@ -2,6 +2,7 @@ import GuestPassPostgres
 import Testing
 
 @testable import GuestPassApp
+import HTTPTypes
 
 /// The one error mapping (`APIError.answer(for:dialect:anonymous:)`): statuses and codes of both dialects.
 @Suite struct APIErrorTests {

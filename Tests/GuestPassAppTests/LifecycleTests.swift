@@ -10,6 +10,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import Testing
+import NIOFoundationEssentialsCompat
 
 /// The service through HTTP while its PostgreSQL goes away: `/health/ready` answers 503 while the database is down and
 /// 200 again after; under HTTP load across a `pg_ctl restart`, requests succeed again afterwards on new sessions, no

@@ -2,6 +2,7 @@ import Foundation
 import GuestPassApp
 import HTTPTypes
 import Testing
+import GuestPassPostgres
 
 @Suite struct SessionTests {
     /// Rotation on every use; replaying the parent of the active token, or any used token within the reuse window,

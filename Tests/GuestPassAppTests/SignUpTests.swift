@@ -3,6 +3,7 @@ import GuestPassApp
 import GuestPassCrypto
 import HTTPTypes
 import Testing
+import GuestPassPostgres
 
 @Suite struct SignUpTests {
     @Test func signUpReturnsASessionWhoseTokenVerifiesWithThePublishedKeys() async throws {

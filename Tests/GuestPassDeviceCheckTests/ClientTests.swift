@@ -3,6 +3,10 @@ import GuestPassCrypto
 import GuestPassDeviceCheck
 import GuestPassDeviceCheckStandIn
 import Testing
+import HTTPTypes
+import HummingbirdTesting
+import Logging
+import NIOCore
 
 /// The production client against the stand-in over real HTTP.
 @Suite struct ClientTests {

@@ -2,6 +2,8 @@ import Foundation
 import GuestPassCrypto
 import GuestPassPostgres
 import Hummingbird
+import GuestPassApple
+import Logging
 
 /// Account routes under `/v1/account` (GoTrue's error shape), for a signed-in user.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import GuestPassCrypto
 import GuestPassPostgres
 import Hummingbird
+import NIOFoundationEssentialsCompat
 
 /// The Supabase-compatible auth API under `/auth/v1`: anonymous sign-up, refresh, user, logout, settings, JWKS.
 struct AuthRoutes: Sendable {

@@ -2,6 +2,8 @@ import Foundation
 import GuestPassApple
 import GuestPassCrypto
 import Hummingbird
+import GuestPassPostgres
+import Logging
 
 extension AuthRoutes {
     // MARK: POST /auth/v1/token?grant_type=id_token

@@ -1,5 +1,6 @@
 import GuestPassPostgres
 import Hummingbird
+import Logging
 
 /// `GET /health/live` (the process answers) and `GET /health/ready` (a database round trip succeeds, and the server is
 /// not draining for a shutdown).

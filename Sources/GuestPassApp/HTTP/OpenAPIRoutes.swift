@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import NIOFoundationEssentialsCompat
 
 /// `GET /openapi.json`: the OpenAPI 3.1 document of every route and error shape, kept beside the code
 /// (`HTTP/openapi.json`, a SwiftPM resource of this module) and served as it is. No API key is needed.

@@ -1,5 +1,6 @@
 import GuestPassPostgres
 import PostgRESTGrammar
+import Foundation
 
 /// SQL text of one table request under construction: identifiers come from the schema cache and are quoted, every
 /// client value becomes a bind parameter of unknown type (`$n`, OID 0), so PostgreSQL infers it from the column it is

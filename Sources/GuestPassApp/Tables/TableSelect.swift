@@ -1,4 +1,5 @@
 import PostgRESTGrammar
+import HTTPTypes
 
 /// The select list of a node, embeddings included, on top of `TableSQL`.
 struct SelectListBuilder {

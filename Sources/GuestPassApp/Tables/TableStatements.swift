@@ -1,5 +1,6 @@
 import GuestPassPostgres
 import PostgRESTGrammar
+import HTTPTypes
 
 /// What a table request asks the database for, once its request has been parsed and its relation found.
 struct TablePlan {
