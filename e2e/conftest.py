@@ -129,7 +129,7 @@ DEVICE_SECRETS: set[str] = set()
 
 
 def new_device_secret() -> str:
-    """A new device secret (a random v4 UUID), remembered so that test_zz_log_secrets can look for it in the logs."""
+    """A new device secret (a random v4 UUID), remembered so that the log audit (log_audit.py) can look for it in the logs."""
     secret = str(uuid.uuid4())
     DEVICE_SECRETS.add(secret)
     return secret
@@ -156,6 +156,21 @@ class Database:
     name: str  # the database's name on the test cluster
 
 
+SESSION_WORKDIRS: list[Path] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The log audit (log_audit.py) over every server log of the session, after every test, whatever their order."""
+    from log_audit import audit
+
+    whole_suite = session.testscollected > 200 and not session.config.option.keyword and not session.config.option.markexpr
+    for workdir in SESSION_WORKDIRS:
+        problems = audit(workdir, DEVICE_SECRETS, whole_suite)
+        if problems:
+            print(f"\nLOG AUDIT FAILED ({workdir}): {problems[:20]}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(scope="session")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
     """A database of this session on the test cluster, brought up by `guestpass dev up` (the set-up scripts/serve,
@@ -166,6 +181,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
         pytest.exit(f"GUESTPASS_BIN={binary} is not an executable", returncode=4)
     dbname = f"guestpass_py_{os.getpid()}_{secrets.token_hex(3)}"
     workdir = tmp_path_factory.mktemp("guestpass")
+    SESSION_WORKDIRS.append(workdir)
     examples = Path(__file__).resolve().parent.parent / "sql" / "examples"
     try:
         stack = json.loads(run([
@@ -268,7 +284,7 @@ class Server:
                 **self.db.serve_environment,
                 "GUESTPASS_HOST": "127.0.0.1",
                 "GUESTPASS_PORT": str(self.port),
-                # JSON lines at debug level: test_zz_log_secrets reads every line of every server for secrets.
+                # JSON lines at debug level: the log audit reads every line of every server for secrets.
                 "LOG_FORMAT": "json",
                 "LOG_LEVEL": "debug",
                 "GUESTPASS_METRICS_ADDRESS": "127.0.0.1:0",  # a free port each: servers run side by side

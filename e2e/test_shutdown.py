@@ -31,13 +31,18 @@ def test_sigterm_drains_then_finishes_in_flight_requests(start_server, database)
     def slow_call():
         with httpx.Client(timeout=30) as client:
             response = client.post(server.url + "/rest/v1/rpc/slow_echo", headers=guest_headers(app, guest),
-                                   json={"p_ms": 2500})
+                                   json={"p_ms": 4000})
             answers.append(response.status_code)
 
     threads = [threading.Thread(target=slow_call) for _ in range(8)]
     for thread in threads:
         thread.start()
-    time.sleep(0.5)  # the requests are in flight
+    # The requests are in flight once PostgreSQL runs all eight (not after a guessed pause).
+    in_flight = "select count(*) from pg_stat_activity where query like '%slow_echo%' and state = 'active' and pid <> pg_backend_pid()"
+    deadline = time.monotonic() + 20
+    while int(psql(database.super_url, in_flight)) < 8:
+        assert time.monotonic() < deadline, "the eight slow calls never ran together"
+        time.sleep(0.05)
     started = time.monotonic()
     server.proc.send_signal(signal.SIGTERM)
 
