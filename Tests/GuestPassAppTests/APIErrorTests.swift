@@ -12,10 +12,10 @@ import HTTPTypes
         let refused = PostgresError(.server, message: "the session has ended", sqlState: .insufficientPrivilege)
         let goTrue = APIError.answer(for: refused, dialect: .goTrue, anonymous: false)
         #expect(goTrue.status == .forbidden)
-        #expect(goTrue.code == "session_not_found")
+        #expect(goTrue.code == GoTrueCode.sessionNotFound)
         #expect(!goTrue.message.contains("ended"), "the database's own words stay inside")
         let postgREST = APIError.answer(for: refused, dialect: .postgREST, anonymous: false)
-        #expect(postgREST.status == .forbidden && postgREST.code == "42501")
+        #expect(postgREST.status == .forbidden && postgREST.code == SQLState.insufficientPrivilege.rawValue)
     }
 
     @Test func anUnknownDatabaseFailureIsStillA500() {

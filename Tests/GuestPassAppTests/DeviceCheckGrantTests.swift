@@ -89,17 +89,17 @@ import Testing
             let thief = try await Self.session(client, tenant)
             let replayed = try await Self.claim(client, tenant, thief.access, token)
             #expect(replayed.status == .badRequest)
-            #expect(replayed.errorCode == "device_token_reused")
+            #expect(replayed.errorCode == GoTrueCode.deviceTokenReused)
             // Another spelling of the same token (its padding removed) is the same token.
             let unpadded = String(token.reversed().drop(while: { $0 == "=" }).reversed())
             #expect(unpadded != token)
             let respelled = try await Self.claim(client, tenant, thief.access, unpadded)
-            #expect(respelled.errorCode == "device_token_reused", "\(respelled.text)")
+            #expect(respelled.errorCode == GoTrueCode.deviceTokenReused, "\(respelled.text)")
             // A token that is not base64 is refused before it is recorded or sent to Apple.
             let tokensBefore = try await service.count("SELECT count(*) FROM guestpass.devicecheck_tokens")
             let malformed = try await Self.claim(client, tenant, thief.access, "not*base64")
             #expect(malformed.status == .badRequest)
-            #expect(malformed.errorCode == "invalid_device_token")
+            #expect(malformed.errorCode == GoTrueCode.invalidDeviceToken)
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_tokens") == tokensBefore)
 
             // Another phone gets its own grant.
@@ -162,7 +162,7 @@ import Testing
             await state.injectFailure(StandInFailure(status: 503, count: 1, delay: .zero, body: nil, endpoints: ["query_two_bits"]))
             let down = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(down.status == .serviceUnavailable)
-            #expect(down.errorCode == "devicecheck_unavailable")
+            #expect(down.errorCode == GoTrueCode.devicecheckUnavailable)
             #expect(down.headers[.retryAfter] != nil)
             #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 0)
 
@@ -198,7 +198,7 @@ import Testing
             let guest = try await Self.session(client, tenant)
             let garbage = try await Self.claim(client, tenant, guest.access, "bm90LWEtdG9rZW4=")
             #expect(garbage.status == .badRequest)
-            #expect(garbage.errorCode == "invalid_device_token")
+            #expect(garbage.errorCode == GoTrueCode.invalidDeviceToken)
             let missing = try await client.call(.post, "/v1/devicecheck/grant", apiKey: tenant.publishableKey, bearer: guest.access, json: "{}")
             #expect(missing.status == .badRequest)
             let anonymous = try await client.call(.post, "/v1/devicecheck/grant", apiKey: tenant.publishableKey, json: #"{"device_token":"x"}"#)

@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassApp
+@testable import GuestPassApp
 import GuestPassPostgres
 import HTTPTypes
 import HummingbirdTesting
@@ -39,7 +39,7 @@ import Testing
                 #expect(refused.count == 195)
                 #expect(outcomes.allSatisfy { $0.status.code < 500 })
                 #expect(refused.allSatisfy { Int($0.headers[.retryAfter] ?? "") ?? 0 >= 1 })
-                #expect(refused.first?.errorCode == "PT429")
+                #expect(refused.first?.errorCode == SQLState.rateLimited.rawValue)
                 #expect(Set(succeeded.compactMap { $0.string("charged") }) == ["free", "credit"])
 
                 let after = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")

@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassApp
+@testable import GuestPassApp
 import GuestPassPostgres
 import GuestPassTestSupport
 import HTTPTypes
@@ -63,7 +63,7 @@ import Testing
                 // Every attempt by A on B's rows fails or does nothing.
                 let foreign = try await Self.rpc(client, tenant, "get_user_readings", a, #"{"p_user_id":"\#(b.id)"}"#)
                 #expect(foreign.status == .forbidden)
-                #expect(foreign.errorCode == "42501")
+                #expect(foreign.errorCode == SQLState.insufficientPrivilege.rawValue)
                 let deleteB = try await Self.rpc(client, tenant, "delete_reading", a, #"{"p_id":"\#(bReading)"}"#)
                 #expect(deleteB.status == .noContent)
                 let asB = try await Self.rpc(client, tenant, "add_reading", a, #"{"p_kind":"face","user_id":"\#(b.id)"}"#)
@@ -173,7 +173,7 @@ import Testing
                 ] {
                     let response = try await Self.rpc(client, tenant, function, guest, body)
                     #expect(response.status == .notFound, "\(function) must not be reachable")
-                    #expect(response.errorCode == "PGRST202")
+                    #expect(response.errorCode == PostgRESTCode.functionNotFound)
                     #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
                 }
                 for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
@@ -186,7 +186,7 @@ import Testing
                 let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
                 #expect(anonymous.status == .unauthorized)
                 #expect(anonymous.headers[.wwwAuthenticate] != nil)
-                #expect(anonymous.errorCode == "42501")
+                #expect(anonymous.errorCode == SQLState.insufficientPrivilege.rawValue)
                 let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
                 #expect(badToken.status == .unauthorized)
                 #expect(badToken.headers[.wwwAuthenticate] != nil)
@@ -208,18 +208,18 @@ import Testing
                 #expect(custom.string("hint") == "h")
                 let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
                 #expect(plain.status == .badRequest)
-                #expect(plain.errorCode == "P0001")
+                #expect(plain.errorCode == SQLState.raiseException.rawValue)
                 #expect(plain.body["details"] == .null)
                 let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
                 #expect(unique.status == .conflict)
                 let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
                 #expect(badUUID.status == .badRequest)
-                #expect(badUUID.errorCode == "22P02")
+                #expect(badUUID.errorCode == SQLState.invalidTextRepresentation.rawValue)
                 let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
                 #expect(badKind.status == .badRequest)
                 let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
                 #expect(missing.status == .notFound)
-                #expect(missing.errorCode == "PGRST202")
+                #expect(missing.errorCode == PostgRESTCode.functionNotFound)
                 let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
                 #expect(notJSON.status == .badRequest)
                 let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
@@ -253,7 +253,7 @@ import Testing
                     })
                 let waited = try await Self.rpc(client, tenant, "get_quota", guest)
                 #expect(waited.status == .serviceUnavailable)
-                #expect(waited.errorCode == "PGRST003")
+                #expect(waited.errorCode == PostgRESTCode.poolTimeout)
                 #expect(waited.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(waited.text)")
                 #expect(try await holder.status == .ok)
             }
@@ -270,11 +270,11 @@ import Testing
             try await down.withServer { client in
                 let rpc = try await Self.rpc(client, tenant, "get_quota", nil)
                 #expect(rpc.status == .serviceUnavailable)
-                #expect(rpc.errorCode == "PGRST000")
+                #expect(rpc.errorCode == PostgRESTCode.databaseUnreachable)
                 #expect(rpc.body.keys.sorted() == ["code", "details", "hint", "message"], "PostgREST's shape: \(rpc.text)")
                 let signUp = try await client.signUp(tenant)
                 #expect(signUp.status == .serviceUnavailable)
-                #expect(signUp.errorCode == "database_unavailable")
+                #expect(signUp.errorCode == GoTrueCode.databaseUnavailable)
                 #expect(signUp.body.keys.sorted() == ["code", "message"], "GoTrue's shape: \(signUp.text)")
             }
         }

@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassApp
+@testable import GuestPassApp
 import HTTPTypes
 import Testing
 import GuestPassPostgres
@@ -42,7 +42,7 @@ import GuestPassPostgres
                 )
                 let stolen = try await client.refresh(tenant, token0)
                 #expect(stolen.status == .badRequest)
-                #expect(stolen.errorCode == "refresh_token_already_used")
+                #expect(stolen.errorCode == GoTrueCode.refreshTokenAlreadyUsed)
                 for token in [token0, token1, token2] {
                     let after = try await client.refresh(tenant, token)
                     #expect(after.status == .badRequest, "every token of the family fails")
@@ -50,7 +50,7 @@ import GuestPassPostgres
                 // The access token of the revoked session no longer reads the profile.
                 let profile = try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: second.string("access_token"))
                 #expect(profile.status == .forbidden)
-                #expect(profile.errorCode == "session_not_found")
+                #expect(profile.errorCode == GoTrueCode.sessionNotFound)
             }
         }
     }
@@ -63,7 +63,7 @@ import GuestPassPostgres
             try await service.withServer { client in
                 let garbage = try await client.refresh(tenant, "not-a-token")
                 #expect(garbage.status == .badRequest)
-                #expect(garbage.errorCode == "refresh_token_not_found")
+                #expect(garbage.errorCode == GoTrueCode.refreshTokenNotFound)
                 let session = try await client.signUp(tenant)
                 let token = try #require(session.string("refresh_token"))
                 let foreign = try await client.refresh(other, token)

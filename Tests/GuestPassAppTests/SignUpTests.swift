@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassApp
+@testable import GuestPassApp
 import GuestPassCrypto
 import HTTPTypes
 import Testing
@@ -144,23 +144,23 @@ import GuestPassPostgres
             try await service.withServer { client in
                 let notRandom = try await client.signUp(tenant, deviceSecret: "00000000-0000-1000-8000-000000000000")
                 #expect(notRandom.status == .badRequest)
-                #expect(notRandom.errorCode == "validation_failed")
+                #expect(notRandom.errorCode == GoTrueCode.validationFailed)
                 let notUUID = try await client.signUp(tenant, deviceSecret: "my-device")
                 #expect(notUUID.status == .badRequest)
                 let badFacts = try await client.signUp(tenant, deviceSecret: UUID().uuidString, extra: #","device":{"is_simulator":"yes"}"#)
                 #expect(badFacts.status == .badRequest)
-                #expect(badFacts.errorCode == "validation_failed")
+                #expect(badFacts.errorCode == GoTrueCode.validationFailed)
                 let notJSON = try await client.call(.post, "/auth/v1/signup", apiKey: tenant.publishableKey, json: "{nope")
                 #expect(notJSON.status == .badRequest)
-                #expect(notJSON.errorCode == "bad_json")
+                #expect(notJSON.errorCode == GoTrueCode.badJson)
                 let array = try await client.call(.post, "/auth/v1/signup", apiKey: tenant.publishableKey, json: "[1]")
                 #expect(array.status == .badRequest)
                 let noKey = try await client.call(.post, "/auth/v1/signup", apiKey: nil, json: "{}")
                 #expect(noKey.status == .unauthorized)
-                #expect(noKey.errorCode == "no_api_key")
+                #expect(noKey.errorCode == GoTrueCode.noApiKey)
                 let wrongKey = try await client.call(.post, "/auth/v1/signup", apiKey: "gp_pub_nope", json: "{}")
                 #expect(wrongKey.status == .unauthorized)
-                #expect(wrongKey.errorCode == "invalid_api_key")
+                #expect(wrongKey.errorCode == GoTrueCode.invalidApiKey)
                 #expect(wrongKey.headers[HTTPField.Name("x-sb-error-code")!] == "invalid_api_key")
                 let versioned = try await client.call(
                     .post, "/auth/v1/signup", apiKey: "gp_pub_nope", json: "{}",
@@ -199,7 +199,7 @@ import GuestPassPostgres
                 for _ in 0..<3 { #expect(try await signUp(from: "203.0.113.9").status == .ok) }
                 let limited = try await signUp(from: "203.0.113.9")
                 #expect(limited.status == .tooManyRequests)
-                #expect(limited.errorCode == "over_request_rate_limit")
+                #expect(limited.errorCode == GoTrueCode.overRequestRateLimit)
                 #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
                 #expect(try await signUp(from: "203.0.113.10").status == .ok)
             }

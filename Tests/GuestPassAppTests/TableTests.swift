@@ -28,7 +28,7 @@ import Testing
                     client, tenant, .post, "readings", guest, json: #"[{"kind":"palm"},{"kind":"face"}]"#,
                     headers: [.accept: "application/vnd.pgrst.object+json", Self.prefer: "return=representation"])
                 #expect(refused.status == .notAcceptable)
-                #expect(refused.errorCode == "PGRST116")
+                #expect(refused.errorCode == PostgRESTCode.notSingular)
                 #expect(refused.string("details") == "The result contains 2 rows")
                 #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 0)
 
@@ -52,7 +52,7 @@ import Testing
                 let refused = try await Self.table(
                     client, tenant, .delete, "readings?kind=eq.palm", guest, headers: [Self.prefer: "handling=strict, max-affected=1"])
                 #expect(refused.status == .badRequest)
-                #expect(refused.errorCode == "PGRST124")
+                #expect(refused.errorCode == PostgRESTCode.maxAffected)
                 #expect(refused.string("details") == "The query affects 2 rows")
                 #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 3)
 
@@ -74,7 +74,7 @@ import Testing
                 try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
                 let stale = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#)
                 #expect(stale.status == .badRequest)
-                #expect(stale.errorCode == "PGRST204", "a column the cache does not know yet")
+                #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
                 try await service.owner.execute("NOTIFY pgrst, 'reload schema'")
                 let reloaded = try await eventually(timeout: .seconds(10)) {
                     try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
@@ -100,7 +100,7 @@ import Testing
                 let guest = try await RPCTests.guest(client, tenant)
                 _ = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm"}"#)
                 let cancelled = try await Self.table(client, tenant, .get, "slow_readings?select=id", guest)
-                #expect(cancelled.errorCode == "57014", "the statement ran under the role's 200 ms: \(cancelled.text)")
+                #expect(cancelled.errorCode == SQLState.queryCanceled.rawValue, "the statement ran under the role's 200 ms: \(cancelled.text)")
                 #expect(cancelled.status == .serviceUnavailable)
             }
         }

@@ -111,7 +111,7 @@ struct AccountRoutes: Sendable {
             )
         } catch let error as PostgresError where error.sqlState == .uniqueViolation {
             throw APIError(
-                .conflict, code: "merge_conflict",
+                .conflict, code: GoTrueCode.mergeConflict,
                 message: "A row of the guest conflicts with one of the account (a unique key); nothing was merged"
             )
         }
@@ -122,8 +122,8 @@ struct AccountRoutes: Sendable {
                 credits_balance: balance, rows_moved: rows
             )
         case .tokenNotFound: throw AuthRoutes.refreshTokenNotFound
-        case .sameUser: throw APIError(.unprocessableContent, code: "same_user", message: "The refresh token is the account's own")
-        case .notAGuest: throw APIError(.unprocessableContent, code: "not_a_guest", message: "Only a guest can be merged into an account")
+        case .sameUser: throw APIError(.unprocessableContent, code: GoTrueCode.sameUser, message: "The refresh token is the account's own")
+        case .notAGuest: throw APIError(.unprocessableContent, code: GoTrueCode.notAGuest, message: "Only a guest can be merged into an account")
         }
     }
 }

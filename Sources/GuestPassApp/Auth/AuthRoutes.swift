@@ -39,7 +39,7 @@ struct AuthRoutes: Sendable {
         let caller = context.caller
         let body = try await request.jsonObject(limit: BodyLimits.signUp)
         if body["email"] != nil || body["phone"] != nil {
-            throw APIError(.unprocessableContent, code: "email_provider_disabled", message: "Only anonymous sign-up is available")
+            throw APIError(.unprocessableContent, code: GoTrueCode.emailProviderDisabled, message: "Only anonymous sign-up is available")
         }
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
@@ -64,7 +64,7 @@ struct AuthRoutes: Sendable {
         return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
     }
 
-    static let deviceRevoked = APIError.unauthorized("device_revoked", "This device was revoked; sign in another way")
+    static let deviceRevoked = APIError.unauthorized(GoTrueCode.deviceRevoked, "This device was revoked; sign in another way")
 
     /// Sign-up with `data.transfer_code` or `data.recovery_code`: the new phone (its own `data.device_id`) joins the
     /// code's account as a new device. A used, expired, wrong or unknown code is the same 400 (no oracle).
@@ -96,9 +96,11 @@ struct AuthRoutes: Sendable {
                 user: user, refreshToken: refreshToken, request: request, context: context, recoveryCodeUsed: kind == .recovery
             )
         case .invalidCode:
-            throw APIError(.badRequest, code: "invalid_\(kind.rawValue)_code", message: "The code is not valid (used, expired or wrong)")
+            throw APIError(
+                .badRequest, code: kind == .transfer ? GoTrueCode.invalidTransferCode : GoTrueCode.invalidRecoveryCode,
+                message: "The code is not valid (used, expired or wrong)")
         case .deviceInUse:
-            throw APIError(.unprocessableContent, code: "device_in_use", message: "This device id belongs to another account")
+            throw APIError(.unprocessableContent, code: GoTrueCode.deviceInUse, message: "This device id belongs to another account")
         }
     }
 
@@ -114,7 +116,7 @@ struct AuthRoutes: Sendable {
             let body = try await request.jsonObject(limit: BodyLimits.token)
             return try await self.signInWithIDToken(body, request, context)
         default:
-            throw APIError(.badRequest, code: "unsupported_grant_type", message: "grant_type must be refresh_token or id_token")
+            throw APIError(.badRequest, code: GoTrueCode.unsupportedGrantType, message: "grant_type must be refresh_token or id_token")
         }
     }
 
@@ -134,7 +136,7 @@ struct AuthRoutes: Sendable {
                 switch outcome {
                 case .active: "rotated"
                 case .alreadyUsed: "already_used"
-                case .sessionNotFound: "session_not_found"
+                case .sessionNotFound: GoTrueCode.sessionNotFound
                 case .tokenNotFound: "token_not_found"
                 }
             }())
@@ -148,16 +150,16 @@ struct AuthRoutes: Sendable {
             let refreshToken = active == parsed.counter + 1 ? next : self.tokens.refreshToken(session: parsed.session, counter: active)
             return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
         case .alreadyUsed:
-            throw APIError(.badRequest, code: "refresh_token_already_used", message: "Invalid Refresh Token: Already Used")
+            throw APIError(.badRequest, code: GoTrueCode.refreshTokenAlreadyUsed, message: "Invalid Refresh Token: Already Used")
         case .sessionNotFound:
-            throw APIError(.badRequest, code: "session_not_found", message: "Session not found or revoked")
+            throw APIError(.badRequest, code: GoTrueCode.sessionNotFound, message: "Session not found or revoked")
         case .tokenNotFound:
             throw Self.refreshTokenNotFound
         }
     }
 
     static let refreshTokenNotFound = APIError(
-        .badRequest, code: "refresh_token_not_found", message: "Invalid Refresh Token: Refresh Token Not Found"
+        .badRequest, code: GoTrueCode.refreshTokenNotFound, message: "Invalid Refresh Token: Refresh Token Not Found"
     )
 
     // MARK: GET /auth/v1/user
@@ -165,7 +167,7 @@ struct AuthRoutes: Sendable {
     func user(_ context: SignedInContext) async throws -> UserResponse {
         let (caller, token) = (context.caller, context.token)
         guard let row = try await self.functions.currentUserProfile(as: caller.identity) else {
-            throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
+            throw APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "Session from session_id claim in JWT does not exist")
         }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true
@@ -186,7 +188,7 @@ struct AuthRoutes: Sendable {
         }
         guard case .object(let data)? = body["data"] else { throw APIError.validation("data must be a JSON object") }
         guard let row = try await self.functions.updateUser(data: data, as: caller.identity) else {
-            throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
+            throw APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "Session from session_id claim in JWT does not exist")
         }
         let user = try SessionUser(
             row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true

@@ -13,21 +13,21 @@ struct Authenticator: Sendable {
         let inURL: [String] = request.uri.queryParameters.getAll("apikey")
         // URLs end up in proxy and access logs: a secret key there is refused, wherever it stands.
         if inURL.contains(where: { APIKey.kind(of: $0.removingPercentEncoding ?? $0) == .secret }) {
-            throw APIError(.unauthorized, code: "secret_key_in_url", message: "Secret keys are accepted only in the apikey header")
+            throw APIError(.unauthorized, code: GoTrueCode.secretKeyInUrl, message: "Secret keys are accepted only in the apikey header")
         }
         let key = request.headers[.apiKey] ?? inURL.first
         guard let key, !key.isEmpty else {
-            throw APIError(.unauthorized, code: "no_api_key", message: "No API key found in request")
+            throw APIError(.unauthorized, code: GoTrueCode.noApiKey, message: "No API key found in request")
         }
         guard let grant = try await self.keys.resolve(key) else {
-            throw APIError(.unauthorized, code: "invalid_api_key", message: "Invalid API key")
+            throw APIError(.unauthorized, code: GoTrueCode.invalidApiKey, message: "Invalid API key")
         }
         let clientAddress = request.clientIP(context: context, trustedHeader: self.tokens.configuration.trustedProxyHeader)
         guard request.headers[.authorization] != nil else {
             return Caller(grant: grant, token: nil, clientAddress: clientAddress)
         }
         guard let bearer = request.bearerCredential else {
-            throw APIError.unauthorized("bad_jwt", "Authorization must be a Bearer token")
+            throw APIError.unauthorized(GoTrueCode.badJwt, "Authorization must be a Bearer token")
         }
         // The SDKs send the API key itself as the bearer until there is a session.
         if bearer == key { return Caller(grant: grant, token: nil, clientAddress: clientAddress) }
@@ -35,12 +35,12 @@ struct Authenticator: Sendable {
         do {
             token = try self.tokens.verifyAccessToken(bearer)
         } catch let error as JWTError {
-            throw APIError.unauthorized(error.reason == .expired ? "token_expired" : "bad_jwt", "Invalid or expired access token")
+            throw APIError.unauthorized(error.reason == .expired ? GoTrueCode.tokenExpired : "bad_jwt", "Invalid or expired access token")
         } catch {
-            throw APIError.unauthorized("bad_jwt", "Invalid access token")
+            throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
         }
         guard token.appID == grant.appID else {
-            throw APIError.unauthorized("bad_jwt", "The access token belongs to another app")
+            throw APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
         }
         return Caller(grant: grant, token: token, clientAddress: clientAddress)
     }

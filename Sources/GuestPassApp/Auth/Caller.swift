@@ -85,7 +85,7 @@ struct SignedInContext: ChildRequestContext {
     init(context: AppRequestContext) throws {
         guard let caller = context.caller else { throw APIError.unexpected }
         guard let token = caller.token else {
-            throw APIError.unauthorized("no_authorization", "This endpoint requires a Bearer access token")
+            throw APIError.unauthorized(GoTrueCode.noAuthorization, "This endpoint requires a Bearer access token")
         }
         self.coreContext = context.coreContext
         self.caller = caller

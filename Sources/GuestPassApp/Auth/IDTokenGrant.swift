@@ -18,7 +18,7 @@ extension AuthRoutes {
         let caller = context.caller
         guard let provider = body["provider"]?.stringValue else { throw APIError.validation("provider is required") }
         guard provider == "apple" else {
-            throw APIError(.badRequest, code: "provider_disabled", message: "Only the apple provider is available for id_token")
+            throw APIError(.badRequest, code: GoTrueCode.providerDisabled, message: "Only the apple provider is available for id_token")
         }
         guard let idToken = body["id_token"]?.stringValue, !idToken.isEmpty else { throw APIError.validation("id_token is required") }
         let nonce = try Self.optionalString(body["nonce"], "nonce")
@@ -30,11 +30,11 @@ extension AuthRoutes {
         default: throw APIError.validation("link_identity must be a boolean")
         }
         if link && caller.token == nil {
-            throw APIError.unauthorized("no_authorization", "Linking an identity requires the user's Bearer access token")
+            throw APIError.unauthorized(GoTrueCode.noAuthorization, "Linking an identity requires the user's Bearer access token")
         }
 
         guard let settings = try await self.functions.appleSettings(as: caller.anonIdentity), !settings.audiences.isEmpty else {
-            throw APIError(.badRequest, code: "provider_disabled", message: "Sign in with Apple is not enabled for this app")
+            throw APIError(.badRequest, code: GoTrueCode.providerDisabled, message: "Sign in with Apple is not enabled for this app")
         }
         let apple: AppleIdentity
         do {
@@ -60,10 +60,10 @@ extension AuthRoutes {
             return try self.sessionResponse(user: user, refreshToken: refreshToken, request: request, context: context)
         case .identityAlreadyExists:
             throw APIError(
-                .unprocessableContent, code: "identity_already_exists", message: "Identity is already linked to another user"
+                .unprocessableContent, code: GoTrueCode.identityAlreadyExists, message: "Identity is already linked to another user"
             )
         case .sessionNotFound:
-            throw APIError(.forbidden, code: "session_not_found", message: "Session from session_id claim in JWT does not exist")
+            throw APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "Session from session_id claim in JWT does not exist")
         }
     }
 
@@ -86,13 +86,13 @@ extension AuthRoutes {
         switch error.reason {
         case .keysUnavailable:
             APIError(
-                .serviceUnavailable, code: "provider_unavailable", message: "Apple's sign-in keys are unreachable; retry shortly",
+                .serviceUnavailable, code: GoTrueCode.providerUnavailable, message: "Apple's sign-in keys are unreachable; retry shortly",
                 headers: [.retryAfter: "5"]
             )
         case .nonceMismatch, .nonceMissing:
-            APIError.unauthorized("bad_oauth_callback", "Nonces mismatch")
+            APIError.unauthorized(GoTrueCode.badOauthCallback, "Nonces mismatch")
         case .invalidToken, .unknownKey:
-            APIError.unauthorized("bad_jwt", "Invalid Apple ID token")
+            APIError.unauthorized(GoTrueCode.badJwt, "Invalid Apple ID token")
         }
     }
 

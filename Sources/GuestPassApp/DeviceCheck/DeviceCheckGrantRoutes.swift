@@ -69,7 +69,7 @@ struct DeviceCheckGrantRoutes: Sendable {
             throw APIError.validation("device_token must be the DeviceCheck token (base64) of this device")
         }
         guard let token = DeviceToken(text) else {
-            throw APIError(.badRequest, code: "invalid_device_token", message: "device_token is not a DeviceCheck token (standard base64)")
+            throw APIError(.badRequest, code: GoTrueCode.invalidDeviceToken, message: "device_token is not a DeviceCheck token (standard base64)")
         }
         let outcome = try await Self.uncancellable { try await self.claim(caller, token) }
         ServiceMetrics.welcomeGrant(outcome.granted ? "granted" : outcome.reason ?? "not_granted")
@@ -89,10 +89,11 @@ struct DeviceCheckGrantRoutes: Sendable {
         case .alreadyClaimed:
             return Outcome(granted: false, reason: "already_claimed", credits_granted: 0, credits_balance: nil)
         case .tokenReused:
-            throw APIError(.badRequest, code: "device_token_reused", message: "This DeviceCheck token was used before; generate a new one")
+            throw APIError(.badRequest, code: GoTrueCode.deviceTokenReused, message: "This DeviceCheck token was used before; generate a new one")
         case .inProgress:
             throw APIError(
-                .conflict, code: "grant_in_progress", message: "A grant for this user is in progress; retry shortly", headers: [.retryAfter: "2"])
+                .conflict, code: GoTrueCode.grantInProgress, message: "A grant for this user is in progress; retry shortly",
+                headers: [.retryAfter: "2"])
         case .started(let id): claim = Claim(id: id, repairing: false)
         case .repair(let id): claim = Claim(id: id, repairing: true)
         }
@@ -102,7 +103,7 @@ struct DeviceCheckGrantRoutes: Sendable {
         do {
             guard let settings else {
                 try await self.finish(caller, claim.id, nothingWritten)
-                throw APIError(.serviceUnavailable, code: "devicecheck_not_configured", message: "DeviceCheck is not configured for this app")
+                throw APIError(.serviceUnavailable, code: GoTrueCode.devicecheckNotConfigured, message: "DeviceCheck is not configured for this app")
             }
             client = try self.clients.client(for: settings)
         } catch let error as DeviceCheckError {
@@ -129,7 +130,7 @@ struct DeviceCheckGrantRoutes: Sendable {
         guard let outcome else {
             try await self.finish(caller, claim.id, nothingWritten)
             throw APIError(
-                .serviceUnavailable, code: "devicecheck_busy", message: "Too many welcome grants at once; nothing was granted, retry shortly",
+                .serviceUnavailable, code: GoTrueCode.devicecheckBusy, message: "Too many welcome grants at once; nothing was granted, retry shortly",
                 headers: [.retryAfter: "2"]
             )
         }

@@ -40,14 +40,14 @@ public struct APIError: Error, Sendable {
 
     // MARK: Common errors
 
-    static func validation(_ message: String) -> APIError { APIError(.badRequest, code: "validation_failed", message: message) }
+    static func validation(_ message: String) -> APIError { APIError(.badRequest, code: GoTrueCode.validationFailed, message: message) }
     static func badJSON(_ message: String = "The request body is not valid JSON") -> APIError {
-        APIError(.badRequest, code: "bad_json", message: message)
+        APIError(.badRequest, code: GoTrueCode.badJson, message: message)
     }
     static func unauthorized(_ code: String, _ message: String) -> APIError {
         APIError(.unauthorized, code: code, message: message, headers: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
     }
-    static let unexpected = APIError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure")
+    static let unexpected = APIError(.internalServerError, code: GoTrueCode.unexpectedFailure, message: "Unexpected failure")
 }
 
 // MARK: - The one mapping
@@ -62,14 +62,14 @@ extension APIError {
         case let error as PostgresError: return self.database(error, dialect: dialect, anonymous: anonymous)
         case let error as DeviceCheckError:
             if error.kind == .badDeviceToken {
-                return APIError(.badRequest, code: "invalid_device_token", message: "Apple rejected the DeviceCheck token")
+                return APIError(.badRequest, code: GoTrueCode.invalidDeviceToken, message: "Apple rejected the DeviceCheck token")
             }
             return APIError(
-                .serviceUnavailable, code: "devicecheck_unavailable",
+                .serviceUnavailable, code: GoTrueCode.devicecheckUnavailable,
                 message: "Apple DeviceCheck is unavailable; nothing was granted, retry later", headers: [.retryAfter: "5"]
             )
         case let error as HTTPError:
-            let code = error.status == .notFound ? "not_found" : error.status.code == 413 ? "request_too_large" : "bad_request"
+            let code = error.status == .notFound ? GoTrueCode.notFound : error.status.code == 413 ? GoTrueCode.requestTooLarge : GoTrueCode.badRequest
             return APIError(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
         default:
             return .unexpected
@@ -80,9 +80,9 @@ extension APIError {
     private var inPostgRESTDialect: APIError {
         var converted = self
         if self.status == .unauthorized {
-            converted = APIError(.unauthorized, code: "PGRST301", message: self.message, headers: self.headers)
+            converted = APIError(.unauthorized, code: PostgRESTCode.invalidToken, message: self.message, headers: self.headers)
         } else if self.code == "bad_json" {
-            converted = APIError(.badRequest, code: "PGRST102", message: self.message, headers: self.headers)
+            converted = APIError(.badRequest, code: PostgRESTCode.invalidBody, message: self.message, headers: self.headers)
         }
         return converted
     }
@@ -92,16 +92,17 @@ extension APIError {
         if error.kind == .acquireTimeout {
             return dialect == .postgREST
                 ? APIError(
-                    .serviceUnavailable, code: "PGRST003", message: "Timed out acquiring connection from connection pool.",
+                    .serviceUnavailable, code: PostgRESTCode.poolTimeout, message: "Timed out acquiring connection from connection pool.",
                     headers: [.retryAfter: "1"])
                 : APIError(
-                    .serviceUnavailable, code: "database_unavailable", message: "The database is busy; retry shortly", headers: [.retryAfter: "1"])
+                    .serviceUnavailable, code: GoTrueCode.databaseUnavailable, message: "The database is busy; retry shortly",
+                    headers: [.retryAfter: "1"])
         }
         if error.kind == .decoding || error.kind == .protocolViolation { return .unexpected }
         if error.kind != .server || state?.isUnavailability == true {
             return dialect == .postgREST
-                ? APIError(.serviceUnavailable, code: "PGRST000", message: "Could not connect with the database")
-                : APIError(.serviceUnavailable, code: "database_unavailable", message: "The database is unavailable; retry shortly")
+                ? APIError(.serviceUnavailable, code: PostgRESTCode.databaseUnreachable, message: "Could not connect with the database")
+                : APIError(.serviceUnavailable, code: GoTrueCode.databaseUnavailable, message: "The database is unavailable; retry shortly")
         }
         let wait = error.detail.flatMap { Int($0) }.map { String(max(1, $0)) }
         switch dialect {
@@ -111,14 +112,15 @@ extension APIError {
             switch state {
             case .rateLimited:
                 return APIError(
-                    .tooManyRequests, code: "over_request_rate_limit", message: "Too many requests; retry later", headers: [.retryAfter: wait ?? "60"]
+                    .tooManyRequests, code: GoTrueCode.overRequestRateLimit, message: "Too many requests; retry later",
+                    headers: [.retryAfter: wait ?? "60"]
                 )
             case .queryCanceled:
-                return APIError(.serviceUnavailable, code: "statement_timeout", message: "The request took too long; retry shortly")
+                return APIError(.serviceUnavailable, code: GoTrueCode.statementTimeout, message: "The request took too long; retry shortly")
             case .insufficientPrivilege:
                 // The access token verified, but its session or user is gone (a logout, a revoked device, a deleted
                 // account) and the server function refused it: GoTrue's answer for a token without a session.
-                return APIError(.forbidden, code: "session_not_found", message: "The session or user of the access token no longer exists")
+                return APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "The session or user of the access token no longer exists")
             case .invalidParameterValue:
                 return .validation(error.message)
             case let state? where state.errorClass == "22":

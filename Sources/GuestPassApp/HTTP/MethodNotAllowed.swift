@@ -4,7 +4,7 @@ import Hummingbird
 
 /// 405 for a method a known path does not serve (TRACE anywhere, PUT on `/rest/v1/rpc/<fn>` or `/auth/v1/signup`, …),
 /// with `Allow` listing the methods it does, in the route group's error shape: PostgREST's four keys with code
-/// `PGRST117` under `/rest/v1`, GoTrue's `{code: "method_not_allowed", message}` everywhere else. An unknown path stays
+/// `PGRST117` under `/rest/v1`, GoTrue's `{code: GoTrueCode.methodNotAllowed, message}` everywhere else. An unknown path stays
 /// 404.
 ///
 /// Design: the known paths and their methods are read from the bundled OpenAPI document, which documents every

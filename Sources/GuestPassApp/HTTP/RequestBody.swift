@@ -12,7 +12,7 @@ extension Request {
         do {
             buffer = try await self.body.collect(upTo: limit)
         } catch {
-            throw APIError(.contentTooLarge, code: "request_too_large", message: "The request body is larger than \(limit) bytes")
+            throw APIError(.contentTooLarge, code: GoTrueCode.requestTooLarge, message: "The request body is larger than \(limit) bytes")
         }
         if buffer.readableBytes == 0 { return [:] }
         // Decided by the first byte: anything but an object is refused before it is parsed.

@@ -39,7 +39,7 @@ struct RPCRoutes: Sendable {
                 if key == "apikey" { continue }
                 // PostgreSQL text cannot hold NUL.
                 guard !key.utf8.contains(0), !value.utf8.contains(0) else {
-                    throw APIError(.badRequest, code: "PGRST100", message: "Query parameters must not contain NUL")
+                    throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Query parameters must not contain NUL")
                 }
                 fromQuery[key] = .string(String(value))
             }
@@ -52,7 +52,7 @@ struct RPCRoutes: Sendable {
         if let header = request.headers[.idempotencyKey] {
             // Visible ASCII only: bytes the HTTP layer could not decode would all collapse into one key.
             guard (1...200).contains(header.utf8.count), header.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw APIError(.badRequest, code: "PGRST100", message: "Idempotency-Key must be 1 to 200 visible ASCII characters")
+                throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Idempotency-Key must be 1 to 200 visible ASCII characters")
             }
             idempotencyKey = header
         }
@@ -70,7 +70,7 @@ struct RPCRoutes: Sendable {
             let sorted = arguments.keys.sorted()
             let names = sorted.prefix(10).joined(separator: ", ") + (sorted.count > 10 ? ", …" : "")
             throw APIError(
-                .notFound, code: "PGRST202",
+                .notFound, code: PostgRESTCode.functionNotFound,
                 message: "Could not find the function \(schema).\(name)(\(names)) in the schema cache",
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )

@@ -48,7 +48,8 @@ enum RPCStatement {
                 switch element {
                 case .null: return "NULL"
                 case .array, .object:
-                    throw APIError(.badRequest, code: "PGRST102", message: "Argument \(argument.name) must be an array of plain values")
+                    throw APIError(
+                        .badRequest, code: PostgRESTCode.invalidBody, message: "Argument \(argument.name) must be an array of plain values")
                 default:
                     let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""
                     guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return "\"" + text + "\"" }

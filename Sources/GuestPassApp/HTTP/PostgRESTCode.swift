@@ -1,5 +1,14 @@
-/// PostgREST's error codes that the table API answers (`Error.hs`), one name each.
+/// PostgREST's error codes that `/rest/v1` answers (`Error.hs`), one name each: a route, the error mapping and a test
+/// cannot disagree on a spelling.
 enum PostgRESTCode {
+    /// 503: the database cannot be reached.
+    static let databaseUnreachable = "PGRST000"
+    /// 503: no pool connection became free in time.
+    static let poolTimeout = "PGRST003"
+    /// 404: no function of the exposed schemas fits the name and arguments.
+    static let functionNotFound = "PGRST202"
+    /// 401: the bearer token does not verify.
+    static let invalidToken = "PGRST301"
     /// 400: the query string does not parse.
     static let queryParse = "PGRST100"
     /// 400: the body is not valid JSON, its objects' keys differ, or its media type is not JSON.
