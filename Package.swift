@@ -46,6 +46,13 @@ let package = Package(
             dependencies: ["COpenSSL"],
             swiftSettings: swiftSettings
         ),
+        /// Strict JSON text in (`JSONParser`: one pass, bounded, no NUL), values with exact numbers out (`JSONValue`,
+        /// `JSONNumber`): request bodies, RPC arguments and stored documents; no HTTP, no SQL.
+        .target(
+            name: "GuestPassJSON",
+            dependencies: ["GuestPassCrypto"],
+            swiftSettings: swiftSettings
+        ),
         /// PostgREST's URL grammar (select, filters, logic trees, order, ranges) and `Prefer` header: text in, a typed
         /// request out; no SQL, no dependencies.
         .target(
@@ -121,7 +128,7 @@ let package = Package(
         .target(
             name: "GuestPassApp",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheck", "GuestPassApple", "PostgRESTGrammar",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassDeviceCheck", "GuestPassApple", "PostgRESTGrammar",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -215,7 +222,7 @@ let package = Package(
             name: "GuestPassAppTests",
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
-                "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
+                "GuestPassJSON", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),

@@ -10,6 +10,7 @@ import HummingbirdTesting
 import Logging
 import NIOConcurrencyHelpers
 import Testing
+import GuestPassJSON
 
 /// The welcome grant against the DeviceCheck stand-in (a real HTTP server speaking Apple's protocol).
 @Suite struct DeviceCheckGrantTests {

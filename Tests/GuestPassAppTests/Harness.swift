@@ -9,6 +9,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import Testing
+import GuestPassJSON
 
 /// One app (tenant) of the service under test, with its two API keys.
 struct TestTenant: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import GuestPassApp
+import GuestPassJSON
 
 /// The request-body JSON parser: strict RFC 8259, text PostgreSQL can store, bounded depth and size.
 @Suite struct JSONParserTests {

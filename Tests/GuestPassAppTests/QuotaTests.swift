@@ -4,6 +4,7 @@ import GuestPassPostgres
 import HTTPTypes
 import HummingbirdTesting
 import Testing
+import GuestPassJSON
 
 /// `get_quota` / `consume_quota` through `/rest/v1/rpc`: exact under concurrency, idempotent, per-timezone days.
 @Suite struct QuotaTests {

@@ -5,6 +5,7 @@ import GuestPassTestSupport
 import HTTPTypes
 import HummingbirdTesting
 import Testing
+import GuestPassJSON
 
 /// `/rest/v1/rpc` against the example schema: shapes, tenant isolation through RLS, refused targets, error mapping.
 @Suite struct RPCTests {

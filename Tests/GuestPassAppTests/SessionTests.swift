@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Testing
 import GuestPassPostgres
+import GuestPassJSON
 
 @Suite struct SessionTests {
     /// Rotation on every use; replaying the parent of the active token, or any used token within the reuse window,

@@ -4,6 +4,7 @@ import GuestPassCrypto
 import HTTPTypes
 import Testing
 import GuestPassPostgres
+import GuestPassJSON
 
 @Suite struct SignUpTests {
     @Test func signUpReturnsASessionWhoseTokenVerifiesWithThePublishedKeys() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassCrypto
 import GuestPassPostgres
+import GuestPassJSON
 
 /// Transfer and recovery codes: random, from an alphabet without look-alikes (no 0/O, 1/I/L), grouped for reading
 /// aloud, and known to the database only by the SHA-256 of their normalised form (upper case, letters and digits only),

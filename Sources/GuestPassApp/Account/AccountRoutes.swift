@@ -4,6 +4,7 @@ import GuestPassPostgres
 import Hummingbird
 import GuestPassApple
 import Logging
+import GuestPassJSON
 
 /// Account routes under `/v1/account` (GoTrue's error shape), for a signed-in user.
 ///

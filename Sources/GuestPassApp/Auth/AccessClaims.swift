@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassJSON
 
 /// The claims of an access token: Supabase/PostgREST-compatible, plus `app_id` and `device_id`
 /// (the device row's public id, never the device secret).

@@ -4,6 +4,7 @@ import GuestPassCrypto
 import GuestPassPostgres
 import Logging
 import NIOConcurrencyHelpers
+import GuestPassJSON
 
 /// An app's Sign in with Apple settings, as `guestpass_server.app_apple_settings()` returns them.
 struct AppleSettings: Sendable {

@@ -3,6 +3,7 @@ import GuestPassCrypto
 import GuestPassPostgres
 import Hummingbird
 import NIOFoundationEssentialsCompat
+import GuestPassJSON
 
 /// The Supabase-compatible auth API under `/auth/v1`: anonymous sign-up, refresh, user, logout, settings, JWKS.
 struct AuthRoutes: Sendable {

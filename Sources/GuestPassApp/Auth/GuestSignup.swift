@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassCrypto
+import GuestPassJSON
 
 /// The `data` of an anonymous sign-up, validated: the device secret (hashed at once), device facts, metadata.
 struct GuestSignup {

@@ -4,6 +4,7 @@ import GuestPassCrypto
 import Hummingbird
 import GuestPassPostgres
 import Logging
+import GuestPassJSON
 
 extension AuthRoutes {
     // MARK: POST /auth/v1/token?grant_type=id_token

@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassPostgres
+import GuestPassJSON
 
 /// A user as a session response shows it, with the session it belongs to.
 struct SessionUser: Sendable {

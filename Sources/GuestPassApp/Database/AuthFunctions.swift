@@ -2,6 +2,7 @@ import Foundation
 import GuestPassApple
 import GuestPassCrypto
 import GuestPassPostgres
+import GuestPassJSON
 
 /// The server-side SQL functions (`guestpass_server.*`), one typed Swift method each: the only place the routes' SQL
 /// text lives. Each runs as one request transaction (one round trip) under the identity it is given.

@@ -4,6 +4,7 @@ import GuestPassDeviceCheck
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
+import GuestPassJSON
 
 /// `POST /v1/devicecheck/grant` `{"device_token": "…"}`: the welcome credits, once per physical device.
 ///

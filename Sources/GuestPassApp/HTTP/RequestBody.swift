@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import GuestPassJSON
 
 extension Request {
     /// The body as a JSON object; an empty body is `{}`. A body over `limit` bytes is a 413 and anything that is not

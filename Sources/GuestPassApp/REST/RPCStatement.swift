@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassPostgres
 import HTTPTypes
+import GuestPassJSON
 
 /// The SQL of one RPC call: the function's catalog entry (names, types, result shape) and the request's values,
 /// which are always bound as parameters, never spliced in.

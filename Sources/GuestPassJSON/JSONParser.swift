@@ -9,22 +9,23 @@ import GuestPassCrypto
 /// `maxValues` values in one document (a 1 MiB body of `[{},{},…]` is 330,000 of them), and trailing bytes.
 /// Strings are validated and copied byte runs at a time, then decoded once.
 /// Numbers keep their text (`JSONNumber`), refused only beyond `maxNumberLength`; for duplicate keys the last one wins.
-struct JSONParser {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+public struct JSONParser {
+    /// Why a document was refused (for a 400's details).
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// The deepest nesting of arrays and objects accepted.
-    static let defaultMaxDepth = 32
+    public static let defaultMaxDepth = 32
     /// The most values (scalars, arrays and objects) accepted in one document: far more than any call of an app
     /// needs, few enough that the worst document of that many values parses in a few milliseconds.
-    static let defaultMaxValues = 20_000
+    public static let defaultMaxValues = 20_000
     /// The longest number accepted, in bytes, both as written and as PostgreSQL writes it back: `numeric` and `jsonb`
     /// keep numbers as exact decimals and write them in plain decimal (`-5.7e231` comes back as 232 digits, `5e-324` as
     /// 326 characters), which `SessionUser` reads back from the metadata a request stored, so what is stored must parse
     /// again. Every finite `Double` written in full fits; `1e399` (400 digits) is accepted though no `Double` holds it,
     /// `1e400` and `1e-399` are a 400. (PostgreSQL's own limit, 131072 digits before the point, is far beyond.)
-    static let maxNumberLength = 400
+    public static let maxNumberLength = 400
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
@@ -38,7 +39,7 @@ struct JSONParser {
     }
 
     /// Parses one JSON document.
-    static func parse(
+    public static func parse(
         _ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth, maxValues: Int = defaultMaxValues
     ) throws -> JSONValue {
         let array = Array(bytes)
