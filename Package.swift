@@ -59,6 +59,21 @@ let package = Package(
             name: "PostgRESTGrammar",
             swiftSettings: swiftSettings
         ),
+        /// Every piece of SQL text the service sends, and the typed calls around it: the server-side functions
+        /// (`ServerFunctions`), the operator's `Administration`, API keys, the RPC and table statement builders, the schema
+        /// cache and its reload listener, the read-replica routing. Plain values in, rows or typed outcomes out; throws
+        /// `PostgresError` and `PostgRESTRefusal`, never an HTTP error; no Hummingbird.
+        .target(
+            name: "GuestPassStore",
+            dependencies: [
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "PostgRESTGrammar",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         /// The core SQL migrations, embedded as resources (the `.sql` files live in `sql/migrations`).
         .target(
             name: "CoreMigrations",
@@ -128,7 +143,8 @@ let package = Package(
         .target(
             name: "GuestPassApp",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassDeviceCheck", "GuestPassApple", "PostgRESTGrammar",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
+                "PostgRESTGrammar",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -147,7 +163,7 @@ let package = Package(
         .target(
             name: "GuestPassDevStack",
             dependencies: [
-                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
+                "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -156,7 +172,7 @@ let package = Package(
         .executableTarget(
             name: "GuestPassCLI",
             dependencies: [
-                "GuestPassApp", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
+                "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
                 "GuestPassAppleStandIn", "GuestPassDevStack",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -222,7 +238,7 @@ let package = Package(
             name: "GuestPassAppTests",
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
-                "GuestPassJSON", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
+                "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),

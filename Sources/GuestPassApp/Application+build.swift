@@ -2,6 +2,7 @@ import GuestPassPostgres
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import GuestPassStore
 
 /// Builds the HTTP application: the pool as a service (started first, stopped last) and the router.
 public func buildApplication(
@@ -53,7 +54,7 @@ func buildRouter(
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
-    let reads = ReadRouting(primary: pool, replica: readPool)
+    let reads = ReadRouting(primary: pool, replica: readPool, onReplicaFallback: { ServiceMetrics.readReplicaFallback() })
     RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog).register(on: router)
     TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)

@@ -3,6 +3,7 @@ import Foundation
 import GuestPassApp
 import GuestPassCrypto
 import GuestPassPostgres
+import GuestPassStore
 
 /// `guestpass apps create`: registers an app (a tenant) and prints its two API keys once.
 struct AppsCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestPassApp
+import GuestPassStore
 
 /// `guestpass prune`: removes stale guests that hold nothing and spent bookkeeping rows, in short batches
 /// (`guestpass.prune_batch`), safe to run from cron on several replicas at once.

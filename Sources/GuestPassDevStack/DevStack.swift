@@ -1,6 +1,6 @@
 import CoreMigrations
 import Foundation
-import GuestPassApp
+import GuestPassStore
 import GuestPassCrypto
 import GuestPassMigrations
 import GuestPassPostgres

@@ -3,6 +3,7 @@ import GuestPassPostgres
 import Testing
 
 @testable import GuestPassApp
+@testable import GuestPassStore
 
 /// API keys: the format refused without a database call, and a cache a flood of made-up keys cannot empty.
 @Suite struct APIKeyTests {

@@ -2,6 +2,7 @@ import Foundation
 import GuestPassApp
 import GuestPassPostgres
 import Testing
+@testable import GuestPassStore
 
 /// The operator's operations go through the API's own SQL functions.
 @Suite struct AdministrationTests {

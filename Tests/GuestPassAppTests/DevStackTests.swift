@@ -7,6 +7,7 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Logging
 import Testing
+@testable import GuestPassStore
 
 /// `DevStack`, the set-up behind `guestpass dev up`, `scripts/serve`, `bench/`, `e2e/` and `TestDatabase`.
 @Suite struct DevStackTests {

@@ -11,6 +11,7 @@ import Logging
 import NIOConcurrencyHelpers
 import Testing
 import GuestPassJSON
+@testable import GuestPassStore
 
 /// The welcome grant against the DeviceCheck stand-in (a real HTTP server speaking Apple's protocol).
 @Suite struct DeviceCheckGrantTests {

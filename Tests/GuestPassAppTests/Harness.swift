@@ -10,6 +10,7 @@ import Logging
 import NIOCore
 import Testing
 import GuestPassJSON
+@testable import GuestPassStore
 
 /// One app (tenant) of the service under test, with its two API keys.
 struct TestTenant: Sendable {

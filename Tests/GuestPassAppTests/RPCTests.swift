@@ -6,6 +6,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Testing
 import GuestPassJSON
+@testable import GuestPassStore
 
 /// `/rest/v1/rpc` against the example schema: shapes, tenant isolation through RLS, refused targets, error mapping.
 @Suite struct RPCTests {

@@ -3,6 +3,7 @@ import GuestPassPostgres
 import Testing
 
 @testable import GuestPassApp
+@testable import GuestPassStore
 
 /// The RPC function catalog reloads single-flight: a burst of requests naming unknown functions costs one query.
 @Suite struct SchemaCacheTests {

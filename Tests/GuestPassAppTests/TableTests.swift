@@ -5,6 +5,7 @@ import GuestPassTestSupport
 import HTTPTypes
 import HummingbirdTesting
 import Testing
+@testable import GuestPassStore
 
 /// `/rest/v1/<table>`: what only the server can show — writes refused after the statement roll back, the schema cache
 /// follows `NOTIFY pgrst`, the role's statement timeout applies, numbers keep every digit. The SDK-level behaviour is

@@ -1,7 +1,6 @@
 import Foundation
 import GuestPassCrypto
-import GuestPassPostgres
-import GuestPassJSON
+import GuestPassStore
 
 /// Transfer and recovery codes: random, from an alphabet without look-alikes (no 0/O, 1/I/L), grouped for reading
 /// aloud, and known to the database only by the SHA-256 of their normalised form (upper case, letters and digits only),
@@ -9,15 +8,8 @@ import GuestPassJSON
 enum AccountCode {
     static let alphabet = Array("23456789ABCDEFGHJKMNPQRSTUVWXYZ")
 
-    enum Kind: String {
-        /// 10 characters (about 50 bits), one-time, minutes long: moving to a new phone.
-        case transfer
-        /// 20 characters (about 99 bits), one-time, no expiry: written down for a lost phone.
-        case recovery
-
-        var length: Int { self == .transfer ? 10 : 20 }
-        var groupSize: Int { self == .transfer ? 5 : 4 }
-    }
+    /// The two kinds of code (the store's `AccountCodeKind`, the value the SQL functions take).
+    typealias Kind = AccountCodeKind
 
     /// A new code of `kind`, grouped with dashes (`ABCDE-FGHJK`).
     static func generate(_ kind: Kind) throws -> String {
@@ -42,44 +34,9 @@ enum AccountCode {
     }
 }
 
-/// What `guestpass_server.redeem_account_code` answered.
-enum RedeemOutcome {
-    case redeemed(PostgresRow, kind: AccountCode.Kind)
-    case invalidCode
-    case deviceInUse
-}
-
-extension ServerFunctions {
-    /// `guestpass_server.create_account_code`: stores `codeHash` for the caller; the expiry (nil for recovery).
-    func createAccountCode(_ kind: AccountCode.Kind, codeHash: String, lifetime: Int, as identity: RequestIdentity) async throws -> Date? {
-        let results = try await self.pool.requestTransaction(
-            identity,
-            [PostgresStatement("SELECT guestpass_server.create_account_code($1, $2, $3) AS expires_at", [kind.rawValue, codeHash, Int32(lifetime)])]
-        )
-        return try results.first?.first?.decode(Date?.self, "expires_at")
-    }
-
-    /// `guestpass_server.redeem_account_code`: a new device and session for the account of the code.
-    func redeemAccountCode(
-        _ kind: AccountCode.Kind, codeHash: String, signup: GuestSignup, deviceSecretHash: String, userAgent: String?, sessionID: UUID,
-        refreshTokenHash: String, as identity: RequestIdentity
-    ) async throws -> RedeemOutcome {
-        let statement = PostgresStatement(
-            "SELECT * FROM guestpass_server.redeem_account_code($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
-            [
-                kind.rawValue, codeHash, deviceSecretHash, signup.device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
-                identity.clientAddress, userAgent.map { String($0.prefix(512)) }, sessionID, refreshTokenHash,
-            ]
-        )
-        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
-            throw PostgresError(.protocolViolation, message: "redeem_account_code returned no row")
-        }
-        switch try row.decode(String.self, "status") {
-        case "redeemed_transfer": return .redeemed(row, kind: .transfer)
-        case "redeemed_recovery": return .redeemed(row, kind: .recovery)
-        case "invalid_code": return .invalidCode
-        case "device_in_use": return .deviceInUse
-        case let status: throw PostgresError(.protocolViolation, message: "redeem_account_code answered an unknown status \(status)")
-        }
-    }
+extension AccountCodeKind {
+    /// Characters in a code: 10 for transfer (about 50 bits), 20 for recovery (about 99 bits).
+    var length: Int { self == .transfer ? 10 : 20 }
+    /// Characters between dashes, for reading aloud.
+    var groupSize: Int { self == .transfer ? 5 : 4 }
 }

@@ -2,43 +2,10 @@ import Foundation
 import GuestPassApple
 import GuestPassCrypto
 import GuestPassPostgres
+import GuestPassStore
 import Logging
 import NIOConcurrencyHelpers
 import GuestPassJSON
-
-/// An app's Sign in with Apple settings, as `guestpass_server.app_apple_settings()` returns them.
-struct AppleSettings: Sendable {
-    /// Apple's own host, when the app names none.
-    static let appleBaseURL = "https://appleid.apple.com"
-
-    /// The audiences (bundle ids, Services ids) the app's tokens may name; empty = Sign in with Apple is off.
-    let audiences: Set<String>
-    let baseURL: String
-    /// The app's Sign in with Apple key, for the code exchange and revocation; nil when not configured.
-    let key: KeySettings?
-
-    struct KeySettings: Hashable, Sendable {
-        let baseURL: String
-        let teamID: String
-        let keyID: String
-        let keyPath: String
-    }
-
-    init(row: PostgresRow) throws {
-        guard case .array(let audiences) = try JSONValue.parse(try row.decode(PostgresJSON.self, "audiences").text) else {
-            throw PostgresError(.decoding, message: "app_apple_settings: audiences is not an array")
-        }
-        self.audiences = Set(audiences.compactMap(\.stringValue))
-        self.baseURL = try row.decode(String?.self, "base_url") ?? Self.appleBaseURL
-        if let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
-            let path = try row.decode(String?.self, "key_path")
-        {
-            self.key = KeySettings(baseURL: self.baseURL, teamID: team, keyID: key, keyPath: path)
-        } else {
-            self.key = nil
-        }
-    }
-}
 
 /// One `AppleIdentityVerifier` (with its key cache) per Apple base URL, created on first use: every app on Apple's
 /// own host shares one cache of Apple's keys. Also one `AppleAuthClient` per app key (its `.p8` read on first use).
@@ -95,14 +62,5 @@ struct AppleTokenSealer: Sendable {
 
     private static func binding(_ app: UUID, _ subject: String) -> [UInt8] {
         Array("\(app.lowercasedString):\(subject)".utf8)
-    }
-}
-
-/// The text form of a one-dimensional `text[]` parameter.
-public enum PostgresTextArray {
-    /// `{"a","b"}`: the text form of `elements`, each quoted.
-    public static func literal(_ elements: [String]) -> String {
-        let quoted = elements.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-        return "{" + quoted.joined(separator: ",") + "}"
     }
 }

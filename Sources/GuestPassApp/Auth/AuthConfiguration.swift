@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassCrypto
+import GuestPassStore
 
 /// Token, session and rate-limit settings.
 public struct AuthConfiguration: Sendable {
@@ -99,5 +100,15 @@ public struct AuthConfiguration: Sendable {
             throw ConfigurationError("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
         }
         return number
+    }
+}
+
+extension SignUpLimits {
+    /// The sign-up buckets of `configuration` (rates per hour become rates per second).
+    init(_ configuration: AuthConfiguration) {
+        self.init(
+            burstPerIP: configuration.signupBurstPerIP, perSecondPerIP: configuration.signupsPerHourPerIP / 3600,
+            burstPerApp: configuration.signupBurstPerApp, perSecondPerApp: configuration.signupsPerHourPerApp / 3600
+        )
     }
 }

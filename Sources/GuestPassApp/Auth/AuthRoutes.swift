@@ -4,6 +4,7 @@ import GuestPassPostgres
 import Hummingbird
 import NIOFoundationEssentialsCompat
 import GuestPassJSON
+import GuestPassStore
 
 /// The Supabase-compatible auth API under `/auth/v1`: anonymous sign-up, refresh, user, logout, settings, JWKS.
 struct AuthRoutes: Sendable {
@@ -51,7 +52,8 @@ struct AuthRoutes: Sendable {
         let row: PostgresRow
         do {
             row = try await self.functions.signUpGuest(
-                signup, limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
+                deviceSecretHash: signup.deviceSecretHash, device: signup.device, userMetadata: signup.userMetadata,
+                limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
                 refreshTokenHash: Digest.sha256Hex(refreshToken), as: caller.anonIdentity
             )
         } catch let error as PostgresError where error.sqlState?.rawValue == "PT401" {
@@ -80,7 +82,7 @@ struct AuthRoutes: Sendable {
         let outcome: RedeemOutcome
         if let codeHash = AccountCode.hash(redemption.code) {
             outcome = try await self.functions.redeemAccountCode(
-                kind, codeHash: codeHash, signup: signup, deviceSecretHash: secretHash, userAgent: request.headers[.userAgent],
+                kind, codeHash: codeHash, device: signup.device, deviceSecretHash: secretHash, userAgent: request.headers[.userAgent],
                 sessionID: sessionID, refreshTokenHash: Digest.sha256Hex(refreshToken), as: context.caller.anonIdentity
             )
         } else {

@@ -3,6 +3,7 @@ import GuestPassCrypto
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
+import GuestPassStore
 
 /// Turns `apikey` and `Authorization` into a `Caller`, or a 401 in the documented shape.
 struct Authenticator: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassPostgres
 import Hummingbird
+import GuestPassStore
 
 /// Who is calling: the app of the API key and, when a valid access token was sent, the signed-in user.
 struct Caller: Sendable {
@@ -23,28 +24,6 @@ struct Caller: Sendable {
     /// own role.
     var anonIdentity: RequestIdentity {
         RequestIdentity(role: .anon, claimsJSON: self.grant.anonClaimsJSON, clientAddress: self.clientAddress)
-    }
-}
-
-extension RequestIdentity {
-    /// The claims of a request made with an API key and no token: the role, and the app when known.
-    private struct KeyClaims: Encodable {
-        let role: String
-        let app_id: String?
-    }
-
-    /// The identity of a request made with an API key only (`{"role": …, "app_id": …}`); `app` nil before the key's app
-    /// is known (the key lookup itself).
-    static func apiKey(_ role: DatabaseRole, app: UUID?, clientAddress: String = "") -> RequestIdentity {
-        RequestIdentity(role: role, claimsJSON: self.keyClaimsJSON(role, app: app), clientAddress: clientAddress)
-    }
-
-    /// The claims JSON of `apiKey(_:app:)`; `APIKeyGrant` keeps its own so a request does not encode it again.
-    static func keyClaimsJSON(_ role: DatabaseRole, app: UUID?) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let claims = KeyClaims(role: role.rawValue, app_id: app?.lowercasedString)
-        return (try? encoder.encode(claims)).map { String(decoding: $0, as: UTF8.self) } ?? #"{"role":"anon"}"#
     }
 }
 

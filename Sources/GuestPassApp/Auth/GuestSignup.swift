@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassCrypto
 import GuestPassJSON
+import GuestPassStore
 
 /// The `data` of an anonymous sign-up, validated: the device secret (hashed at once), device facts, metadata.
 struct GuestSignup {

@@ -5,6 +5,7 @@ import Hummingbird
 import GuestPassPostgres
 import Logging
 import GuestPassJSON
+import GuestPassStore
 
 extension AuthRoutes {
     // MARK: POST /auth/v1/token?grant_type=id_token
@@ -48,7 +49,8 @@ extension AuthRoutes {
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
         let outcome = try await self.functions.signInWithIdentity(
-            apple, link: link, userAgent: request.headers[.userAgent], sessionID: sessionID,
+            subject: apple.subject, audience: apple.audience, email: apple.email, isPrivateEmail: apple.isPrivateEmail, link: link,
+            userAgent: request.headers[.userAgent], sessionID: sessionID,
             refreshTokenHash: Digest.sha256Hex(refreshToken), appleRefreshToken: sealedAppleToken,
             as: link ? caller.identity : caller.anonIdentity
         )

@@ -1,29 +1,25 @@
 import Foundation
 import GuestPassCrypto
 import GuestPassDeviceCheck
-import GuestPassPostgres
+import GuestPassStore
 import Logging
 import NIOConcurrencyHelpers
 
-/// An app's DeviceCheck settings, as `guestpass_server.app_devicecheck_settings()` returns them.
+/// An app's DeviceCheck settings, as `guestpass_server.app_devicecheck_settings()` returns them (`DeviceCheckKeySettings`),
+/// with the server to call resolved.
 struct DeviceCheckSettings: Hashable, Sendable {
     let teamID: String
     let keyID: String
     let keyPath: String
     let baseURL: URL
 
-    /// Reads the settings row; nil when the app has no DeviceCheck key configured.
-    init?(row: PostgresRow) throws {
-        guard let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
-            let path = try row.decode(String?.self, "key_path")
-        else { return nil }
-        let base =
-            try row.decode(String?.self, "base_url").flatMap(URL.init(string:))
-            ?? DeviceCheckConfiguration.environmentBaseURL(try row.decode(String?.self, "environment") ?? "production")
+    /// The settings the store read, with the server resolved; nil when neither `baseURL` nor the environment names one.
+    init?(_ stored: DeviceCheckKeySettings) {
+        let base = stored.baseURL.flatMap(URL.init(string:)) ?? DeviceCheckConfiguration.environmentBaseURL(stored.environment)
         guard let base else { return nil }
-        self.teamID = team
-        self.keyID = key
-        self.keyPath = path
+        self.teamID = stored.teamID
+        self.keyID = stored.keyID
+        self.keyPath = stored.keyPath
         self.baseURL = base
     }
 }

@@ -5,6 +5,7 @@ import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
 import GuestPassJSON
+import GuestPassStore
 
 /// `POST /v1/devicecheck/grant` `{"device_token": "…"}`: the welcome credits, once per physical device.
 ///
@@ -84,7 +85,8 @@ struct DeviceCheckGrantRoutes: Sendable {
     }
 
     private func claim(_ caller: Caller, _ token: DeviceToken) async throws -> Outcome {
-        let (start, settings) = try await self.functions.devicecheckBegin(tokenHash: token.hashHex, as: caller.identity)
+        let (start, stored) = try await self.functions.devicecheckBegin(tokenHash: token.hashHex, as: caller.identity)
+        let settings = stored.flatMap(DeviceCheckSettings.init)
         let claim: Claim
         switch start {
         case .alreadyClaimed:

@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassPostgres
+import GuestPassStore
 
 /// The per-app lease under which a welcome-grant claim asks Apple again and sets bit0
 /// (`guestpass_server.devicecheck_take_lease`, released by `devicecheck_finish`).

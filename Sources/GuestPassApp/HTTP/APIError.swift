@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import GuestPassStore
 
 /// The error shape of a route group. Each group declares its dialect once (`ErrorMiddleware(dialect:)`); handlers
 /// throw `APIError`s, `PostgresError`s or `DeviceCheckError`s and never build a body themselves.
@@ -59,6 +60,7 @@ extension APIError {
     static func answer(for error: any Error, dialect: ErrorDialect, anonymous: Bool) -> APIError {
         switch error {
         case let error as APIError: return dialect == .postgREST ? error.inPostgRESTDialect : error
+        case let error as PostgRESTRefusal: return self.answer(for: APIError(refusal: error), dialect: dialect, anonymous: anonymous)
         case let error as PostgresError: return self.database(error, dialect: dialect, anonymous: anonymous)
         case let error as DeviceCheckError:
             if error.kind == .badDeviceToken {
@@ -74,6 +76,16 @@ extension APIError {
         default:
             return .unexpected
         }
+    }
+
+    /// A request the store's statement builders refused, with the status of its kind.
+    private init(refusal: PostgRESTRefusal) {
+        let status: HTTPResponse.Status =
+            switch refusal.kind {
+            case .badRequest: .badRequest
+            case .multipleChoices: .multipleChoices
+            }
+        self.init(status, code: refusal.code, message: refusal.message, details: refusal.details, hint: refusal.hint)
     }
 
     /// PostgREST's codes for what the auth layer and the body parser refuse.

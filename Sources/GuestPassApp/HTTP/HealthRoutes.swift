@@ -1,6 +1,7 @@
 import GuestPassPostgres
 import Hummingbird
 import Logging
+import GuestPassStore
 
 /// `GET /health/live` (the process answers) and `GET /health/ready` (a database round trip succeeds, and the server is
 /// not draining for a shutdown).

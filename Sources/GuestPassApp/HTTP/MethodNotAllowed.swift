@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import GuestPassStore
 
 /// 405 for a method a known path does not serve (TRACE anywhere, PUT on `/rest/v1/rpc/<fn>` or `/auth/v1/signup`, …),
 /// with `Allow` listing the methods it does, in the route group's error shape: PostgREST's four keys with code

@@ -5,6 +5,7 @@ import Hummingbird
 import NIOConcurrencyHelpers
 import NIOCore
 import GuestPassJSON
+import GuestPassStore
 
 /// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
 /// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come

@@ -2,6 +2,7 @@ import Hummingbird
 import NIOCore
 import Foundation
 import GuestPassJSON
+import GuestPassStore
 
 /// Reads the JSON body of a table write: an object or an array of objects, checked strictly (`JSONParser`: no NUL,
 /// no invalid UTF-8, bounded depth and size) and then passed to PostgreSQL as the client's own text, so numbers keep

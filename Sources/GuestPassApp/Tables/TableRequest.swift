@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PostgRESTGrammar
+import GuestPassStore
 
 /// The parts of a table request that come from its URL and headers, checked before any SQL runs: the URL's length
 /// and text, the relation's name, the schema, the query string, the preferences and the media type.

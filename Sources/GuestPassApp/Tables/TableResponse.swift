@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import PostgRESTGrammar
 import GuestPassJSON
+import GuestPassStore
 
 /// The answer to a table request, as PostgREST gives it (`Response.hs`, `RangeQuery.hs`): status, `Content-Range` on
 /// every response, `Preference-Applied`, `Location` for `return=headers-only`, `Content-Profile` when several

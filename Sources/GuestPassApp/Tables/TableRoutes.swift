@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PostgRESTGrammar
+import GuestPassStore
 
 /// PostgREST's table API: `GET`/`HEAD`/`POST`/`PATCH`/`DELETE /rest/v1/<table or view>` for the relations of the
 /// exposed schemas, as the Supabase SDKs' `from(…)` calls send them. Each request is one statement in the request
@@ -77,7 +78,7 @@ struct TableRoutes: Sendable {
         let identity = context.caller.identity
         var statements = [statement]
         if let timeout = catalog.statementTimeouts[identity.role.rawValue] {
-            statements.insert(PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout]), at: 0)
+            statements.insert(TableStatements.statementTimeout(timeout), at: 0)
         }
         let results: [PostgresResult]
         if case .read = action {

@@ -1,13 +1,12 @@
 import Foundation
-import GuestPassPostgres
-import HTTPTypes
 import GuestPassJSON
+import GuestPassPostgres
 
 /// The SQL of one RPC call: the function's catalog entry (names, types, result shape) and the request's values,
-/// which are always bound as parameters, never spliced in.
-enum RPCStatement {
+/// which are always bound as parameters, never spliced in. Throws `PostgRESTRefusal` for an argument it cannot bind.
+public enum RPCStatement {
     /// `SELECT <shape>(schema.fn(name => $1::type, …))`: names and types come from the catalog, values are bound.
-    static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
+    public static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
         var parameters: [any PostgresEncodable] = []
         var named: [String] = []
         if function.takesWholeBody {
@@ -49,7 +48,7 @@ enum RPCStatement {
                 switch element {
                 case .null: return "NULL"
                 case .array, .object:
-                    throw APIError(
+                    throw PostgRESTRefusal(
                         .badRequest, code: PostgRESTCode.invalidBody, message: "Argument \(argument.name) must be an array of plain values")
                 default:
                     let text = try self.text(of: element, for: RPCFunction.Argument(name: argument.name, typeName: "", hasDefault: false)) ?? ""

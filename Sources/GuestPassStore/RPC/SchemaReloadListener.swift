@@ -11,13 +11,20 @@ import ServiceLifecycle
 ///
 /// Limits: behind PgBouncer in transaction pooling `LISTEN` cannot work (the next transaction may run in another
 /// server session), so the listener does not start in that mode; the cache's time-to-live and SIGHUP still reload it.
-struct SchemaReloadListener: Service {
+public struct SchemaReloadListener: Service {
     static let channel = "pgrst"
     let configuration: PostgresConfiguration
     let cache: SchemaCache
     let logger: Logger
 
-    func run() async throws {
+    /// The listener of `cache`, connecting with `configuration` (the primary's).
+    public init(configuration: PostgresConfiguration, cache: SchemaCache, logger: Logger) {
+        self.configuration = configuration
+        self.cache = cache
+        self.logger = logger
+    }
+
+    public func run() async throws {
         await self.load(reason: "start")
         let hangups = HangupSignal.shared.signals()
         await withDiscardingTaskGroup { group in

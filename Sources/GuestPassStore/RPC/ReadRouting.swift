@@ -2,16 +2,19 @@ import GuestPassPostgres
 import NIOConcurrencyHelpers
 
 /// Where read-only requests run (read-only RPC, table reads): on the read replica (`GUESTPASS_DATABASE_READ_URL`), or
-/// on the primary when there is none or it cannot answer.
-struct ReadRouting: Sendable {
+/// on the primary when there is none or it cannot answer. The store names no metric: each fallback is reported through
+/// `onReplicaFallback`, which GuestPassApp points at its `ServiceMetrics`, the one home of metric names.
+public struct ReadRouting: Sendable {
     let primary: PostgresPool
     let replica: PostgresPool
     let backoff = ReplicaBackoff()
+    let onReplicaFallback: @Sendable () -> Void
 
-    /// `replica` nil: every read runs on `primary`.
-    init(primary: PostgresPool, replica: PostgresPool?) {
+    /// `replica` nil: every read runs on `primary`. `onReplicaFallback` runs each time a read falls back to the primary.
+    public init(primary: PostgresPool, replica: PostgresPool?, onReplicaFallback: @escaping @Sendable () -> Void = {}) {
         self.primary = primary
         self.replica = replica ?? primary
+        self.onReplicaFallback = onReplicaFallback
     }
 
     /// Runs `statements` in a read-only request transaction on the replica, or on the primary when the replica cannot
@@ -19,7 +22,7 @@ struct ReadRouting: Sendable {
     /// twice, and the primary holds everything the replica does. Errors of the request itself (a bad argument, a
     /// refused caller) are the answer, from wherever they came. After a failure the replica is left alone for
     /// `ReplicaBackoff.pause`, so a replica that hangs instead of refusing costs one slow call, not one per read.
-    func run(_ identity: RequestIdentity, _ statements: [PostgresStatement]) async throws -> [PostgresResult] {
+    public func run(_ identity: RequestIdentity, _ statements: [PostgresStatement]) async throws -> [PostgresResult] {
         guard self.replica !== self.primary, self.backoff.mayTry() else {
             return try await self.primary.requestTransaction(identity, readOnly: true, statements)
         }
@@ -29,7 +32,7 @@ struct ReadRouting: Sendable {
             where error.isConnectionError || error.kind == .acquireTimeout || error.sqlState?.isUnavailability == true
             || error.sqlState == .serializationFailure
         {
-            ServiceMetrics.readReplicaFallback()
+            self.onReplicaFallback()
             if error.kind != .acquireTimeout, error.sqlState != .serializationFailure { self.backoff.failed() }
             return try await self.primary.requestTransaction(identity, readOnly: true, statements)
         }

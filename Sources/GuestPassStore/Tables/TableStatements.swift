@@ -1,52 +1,74 @@
 import GuestPassPostgres
 import PostgRESTGrammar
-import HTTPTypes
 
 /// What a table request asks the database for, once its request has been parsed and its relation found.
-struct TablePlan {
-    enum Action: Equatable {
+public struct TablePlan: Sendable {
+    public enum Action: Equatable, Sendable {
         case read(head: Bool)
         case insert
         case update
         case delete
     }
 
-    let catalog: RelationCatalog
-    let relation: Relation
-    let query: TableQuery
-    let preferences: Preferences
-    let action: Action
+    public let catalog: RelationCatalog
+    public let relation: Relation
+    public let query: TableQuery
+    public let preferences: Preferences
+    public let action: Action
     /// `Accept: application/vnd.pgrst.object+json`: exactly one row, answered as an object.
-    let singular: Bool
+    public let singular: Bool
     /// `;nulls=stripped`: members whose value is null are left out.
-    let stripNulls: Bool
+    public let stripNulls: Bool
     /// `db-max-rows`.
-    let maxRows: Int
+    public let maxRows: Int
     /// The root range after `limit`/`offset` and the `Range` header.
-    let offset: Int
-    let limit: Int?
+    public let offset: Int
+    public let limit: Int?
 
-    var wantsCount: Bool { self.preferences.count != nil }
-    var returnsRepresentation: Bool { self.preferences.returnPreference == .representation }
-    var returnsHeadersOnly: Bool { self.preferences.returnPreference == .headersOnly }
+    public init(
+        catalog: RelationCatalog, relation: Relation, query: TableQuery, preferences: Preferences, action: Action, singular: Bool,
+        stripNulls: Bool, maxRows: Int, offset: Int, limit: Int?
+    ) {
+        self.catalog = catalog
+        self.relation = relation
+        self.query = query
+        self.preferences = preferences
+        self.action = action
+        self.singular = singular
+        self.stripNulls = stripNulls
+        self.maxRows = maxRows
+        self.offset = offset
+        self.limit = limit
+    }
+
+    public var wantsCount: Bool { self.preferences.count != nil }
+    public var returnsRepresentation: Bool { self.preferences.returnPreference == .representation }
+    public var returnsHeadersOnly: Bool { self.preferences.returnPreference == .headersOnly }
 }
 
 /// The body of an insert or update: the client's JSON text, passed to PostgreSQL untouched as one parameter, and the
 /// columns it writes (its keys, or `columns=`), each known to the relation.
-struct TableBody {
+public struct TableBody: Sendable {
     /// A JSON array of objects (an object body is wrapped in `[`…`]`).
-    let arrayText: String
-    let columns: [Relation.Column]
+    public let arrayText: String
+    public let columns: [Relation.Column]
     /// The body held no row (`[]`) or no column (`{}` / `[{}]`).
-    let rowCount: Int
+    public let rowCount: Int
+
+    public init(arrayText: String, columns: [Relation.Column], rowCount: Int) {
+        self.arrayText = arrayText
+        self.columns = columns
+        self.rowCount = rowCount
+    }
 }
 
 /// The one statement of a table request. Every statement answers one row: `total` (the count asked for, or NULL),
 /// `page_total` (rows read or written), `body` (the JSON text PostgreSQL built, or NULL) and `inserted` (rows an upsert
-/// inserted rather than updated, or NULL).
-enum TableStatements {
+/// inserted rather than updated, or NULL). Identifiers come from the schema cache, values are bound (`TableSQL`); a request
+/// the builders cannot express is a `PostgRESTRefusal`.
+public enum TableStatements {
     /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
-    static func read(_ plan: TablePlan) throws -> PostgresStatement {
+    public static func read(_ plan: TablePlan) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
@@ -71,7 +93,7 @@ enum TableStatements {
     }
 
     /// `POST`: insert (or upsert) the body's rows.
-    static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
+    public static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let names = body.columns.map { TableSQL.quoted($0.name) }
@@ -110,7 +132,7 @@ enum TableStatements {
     }
 
     /// `PATCH`: set the body's columns on the rows the filters match.
-    static func update(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
+    public static func update(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let payload = sql.bind(body.arrayText)
@@ -124,12 +146,18 @@ enum TableStatements {
     }
 
     /// `DELETE`: the rows the filters match.
-    static func delete(_ plan: TablePlan) throws -> PostgresStatement {
+    public static func delete(_ plan: TablePlan) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
         let statement = "DELETE FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
         return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
+    }
+
+    /// The role's `statement_timeout` (`RelationCatalog.statementTimeouts`) for the rest of the request transaction, sent
+    /// before the request's statement: `set_config('role', …)` does not apply a role's settings the way a login does.
+    public static func statementTimeout(_ timeout: String) -> PostgresStatement {
+        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout])
     }
 
     /// `WITH pgrst_source AS (<statement> RETURNING …) SELECT …`: `RETURNING 1` unless the rows are wanted back, so a
@@ -196,7 +224,7 @@ enum TableStatements {
     private static func requireEmbedded(_ query: TableQuery, _ paths: Set<[String]>) throws {
         for path in query.embedded.keys.sorted(by: { $0.joined(separator: ".") < $1.joined(separator: ".") }) where !paths.contains(path) {
             let name = path.joined(separator: ".")
-            throw APIError(
+            throw PostgRESTRefusal(
                 .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(name)' is not an embedded resource in this request",
                 hint: "Verify that '\(name)' is included in the 'select' query parameter.")
         }

@@ -3,17 +3,17 @@ import GuestPassPostgres
 
 /// A table or view of an exposed schema, as the schema cache describes it: what `/rest/v1/<name>` may name. Every
 /// identifier here comes from `pg_catalog`, never from a request; the SQL builder quotes them all.
-struct Relation: Sendable {
-    struct Column: Sendable, Decodable {
-        let name: String
+public struct Relation: Sendable {
+    public struct Column: Sendable, Decodable {
+        public let name: String
         /// `format_type` of the column's type, schema-qualified where it is not in `pg_catalog` (read with an empty
         /// `search_path`), so it can be spliced into `json_to_recordset(…) AS _("col" <type>)`.
-        let type: String
-        let nullable: Bool
+        public let type: String
+        public let nullable: Bool
         /// The default expression (`pg_get_expr`, qualified), spliced only for `Prefer: missing=default`.
-        let defaultExpression: String?
+        public let defaultExpression: String?
         /// `GENERATED ALWAYS AS (…) STORED` columns can never be written.
-        let generated: Bool
+        public let generated: Bool
 
         enum CodingKeys: String, CodingKey {
             case name, type, nullable, generated
@@ -21,7 +21,7 @@ struct Relation: Sendable {
         }
     }
 
-    enum Kind: String, Sendable {
+    public enum Kind: String, Sendable {
         case table = "r"
         case partitionedTable = "p"
         case view = "v"
@@ -29,16 +29,16 @@ struct Relation: Sendable {
         case foreignTable = "f"
     }
 
-    let schema: String
-    let name: String
-    let kind: Kind
-    let columns: [Column]
+    public let schema: String
+    public let name: String
+    public let kind: Kind
+    public let columns: [Column]
     /// The primary key's columns in key order (empty for views and tables without one).
-    let primaryKey: [String]
+    public let primaryKey: [String]
     /// Every unique key (primary key included), each as a set of column names: one-to-one detection, `on_conflict`.
-    let uniqueKeys: [Set<String>]
+    public let uniqueKeys: [Set<String>]
     /// Row-level security enabled (tables only).
-    let rowSecurity: Bool
+    public let rowSecurity: Bool
     private let columnIndex: [String: Int]
 
     init(schema: String, name: String, kind: Kind, columns: [Column], primaryKey: [String], uniqueKeys: [Set<String>], rowSecurity: Bool) {
@@ -52,20 +52,20 @@ struct Relation: Sendable {
         self.columnIndex = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { first, _ in first })
     }
 
-    func column(_ name: String) -> Column? { self.columnIndex[name].map { self.columns[$0] } }
+    public func column(_ name: String) -> Column? { self.columnIndex[name].map { self.columns[$0] } }
 
-    var qualifiedName: String { self.schema + "." + self.name }
+    public var qualifiedName: String { self.schema + "." + self.name }
 }
 
 /// A foreign key between two relations of the exposed schemas: the edge an embedding follows.
-struct ForeignKey: Sendable, Decodable {
-    let name: String
-    let schema: String
-    let table: String
-    let columns: [String]
-    let referencedSchema: String
-    let referencedTable: String
-    let referencedColumns: [String]
+public struct ForeignKey: Sendable, Decodable {
+    public let name: String
+    public let schema: String
+    public let table: String
+    public let columns: [String]
+    public let referencedSchema: String
+    public let referencedTable: String
+    public let referencedColumns: [String]
 
     enum CodingKeys: String, CodingKey {
         case name, schema, table, columns
@@ -76,19 +76,19 @@ struct ForeignKey: Sendable, Decodable {
 }
 
 /// The relations of the exposed schemas and the foreign keys between them, loaded in one query.
-struct RelationCatalog: Sendable {
-    var relations: [String: Relation] = [:]
-    var foreignKeys: [ForeignKey] = []
+public struct RelationCatalog: Sendable {
+    public internal(set) var relations: [String: Relation] = [:]
+    public internal(set) var foreignKeys: [ForeignKey] = []
     /// The per-role `statement_timeout` (`ALTER ROLE … [IN DATABASE …] SET statement_timeout`, the database's own
     /// setting first), applied to each table request, since
     /// `set_config('role', …)` does not apply a role's settings the way a login does.
-    var statementTimeouts: [String: String] = [:]
+    public internal(set) var statementTimeouts: [String: String] = [:]
 
-    func relation(schema: String, name: String) -> Relation? { self.relations[schema + "." + name] }
+    public func relation(schema: String, name: String) -> Relation? { self.relations[schema + "." + name] }
 
     /// The tables of the exposed schemas that an API role may write (INSERT, UPDATE or DELETE) while row-level security
     /// is off: every row of them is open to every caller with that privilege.
-    var writableWithoutRowSecurity: [String] = []
+    public internal(set) var writableWithoutRowSecurity: [String] = []
 
     /// The one catalog query (run with an empty `search_path`, so type names and defaults come out qualified).
     static let query = """

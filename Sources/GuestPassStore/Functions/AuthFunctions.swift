@@ -1,32 +1,39 @@
 import Foundation
-import GuestPassApple
-import GuestPassCrypto
-import GuestPassPostgres
 import GuestPassJSON
+import GuestPassPostgres
 
 /// The server-side SQL functions (`guestpass_server.*`), one typed Swift method each: the only place the routes' SQL
-/// text lives. Each runs as one request transaction (one round trip) under the identity it is given.
-struct ServerFunctions: Sendable {
+/// text lives. Each runs as one request transaction (one round trip) under the identity it is given, which the caller
+/// (GuestPassApp's authentication) chose; nothing here trusts a value for a role or a claim. Methods take plain values
+/// (hashes, ids, JSON documents), never an HTTP request, and throw `PostgresError` (a status no function documents is a
+/// `.protocolViolation`); the HTTP layer maps them.
+public struct ServerFunctions: Sendable {
     let pool: PostgresPool
+
+    /// The functions over `pool` (the primary: most of them write).
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
 }
 
-/// The sign-up buckets' sizes, passed with every sign-up (they come from configuration).
-struct SignUpLimits: Sendable {
-    let burstPerIP: Int
-    let perSecondPerIP: Double
-    let burstPerApp: Int
-    let perSecondPerApp: Double
+/// The sign-up buckets' sizes, passed with every sign-up (they come from configuration: GuestPassApp builds them from
+/// its `AuthConfiguration`).
+public struct SignUpLimits: Sendable {
+    public let burstPerIP: Int
+    public let perSecondPerIP: Double
+    public let burstPerApp: Int
+    public let perSecondPerApp: Double
 
-    init(_ configuration: AuthConfiguration) {
-        self.burstPerIP = configuration.signupBurstPerIP
-        self.perSecondPerIP = configuration.signupsPerHourPerIP / 3600
-        self.burstPerApp = configuration.signupBurstPerApp
-        self.perSecondPerApp = configuration.signupsPerHourPerApp / 3600
+    public init(burstPerIP: Int, perSecondPerIP: Double, burstPerApp: Int, perSecondPerApp: Double) {
+        self.burstPerIP = burstPerIP
+        self.perSecondPerIP = perSecondPerIP
+        self.burstPerApp = burstPerApp
+        self.perSecondPerApp = perSecondPerApp
     }
 }
 
 /// What `guestpass_server.refresh_session` answered.
-enum RefreshOutcome {
+public enum RefreshOutcome {
     /// The token was the active one (rotated), or a replay the reuse rules allow (reused): the active session.
     case active(PostgresRow, counter: Int)
     case alreadyUsed
@@ -36,12 +43,12 @@ enum RefreshOutcome {
 
 extension ServerFunctions {
     /// One round trip to the database (readiness).
-    func ping() async throws {
+    public func ping() async throws {
         try await self.pool.execute("SELECT 1")
     }
 
     /// `guestpass_server.resolve_api_key`: the app and role of the key whose SHA-256 is `hash`, or nil.
-    func resolveAPIKey(hash: String) async throws -> APIKeyGrant? {
+    public func resolveAPIKey(hash: String) async throws -> APIKeyGrant? {
         let results = try await self.pool.requestTransaction(
             .apiKey(.anon, app: nil), readOnly: true,
             [PostgresStatement("SELECT app_id, kind FROM guestpass_server.resolve_api_key($1)", [hash], reusesPlan: true)]
@@ -52,15 +59,17 @@ extension ServerFunctions {
     }
 
     /// `guestpass_server.sign_up_guest`: the guest (found or created), its new session `sessionID` and refresh token 0.
-    func signUpGuest(
-        _ signup: GuestSignup, limits: SignUpLimits, userAgent: String?, sessionID: UUID, refreshTokenHash: String,
-        as identity: RequestIdentity
+    /// `deviceSecretHash` (nil: no device), `device` (the device facts) and `userMetadata` come from the validated
+    /// sign-up `data`.
+    public func signUpGuest(
+        deviceSecretHash: String?, device: [String: JSONValue]?, userMetadata: [String: JSONValue], limits: SignUpLimits, userAgent: String?,
+        sessionID: UUID, refreshTokenHash: String, as identity: RequestIdentity
     ) async throws -> PostgresRow {
         let statement = PostgresStatement(
             "SELECT * FROM guestpass_server.sign_up_guest($1, $2::jsonb, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11)",
             [
-                signup.deviceSecretHash, signup.device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
-                PostgresJSON(text: JSONValue.object(signup.userMetadata).jsonText), identity.clientAddress,
+                deviceSecretHash, device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
+                PostgresJSON(text: JSONValue.object(userMetadata).jsonText), identity.clientAddress,
                 Int32(limits.burstPerIP), limits.perSecondPerIP, Int32(limits.burstPerApp), limits.perSecondPerApp,
                 userAgent.map { String($0.prefix(512)) }, sessionID, refreshTokenHash,
             ],
@@ -73,7 +82,7 @@ extension ServerFunctions {
     }
 
     /// `guestpass_server.refresh_session`: rotates `presented` (counter `counter` of `session`) to `nextHash`.
-    func refreshSession(
+    public func refreshSession(
         session: UUID, counter: Int, presentedHash: String, nextHash: String, reuseWindow: Double, as identity: RequestIdentity
     ) async throws -> RefreshOutcome {
         let results = try await self.pool.requestTransaction(
@@ -96,7 +105,7 @@ extension ServerFunctions {
     }
 
     /// `guestpass_server.current_user_profile`: the caller's user, or nil when its session is gone.
-    func currentUserProfile(as identity: RequestIdentity) async throws -> PostgresRow? {
+    public func currentUserProfile(as identity: RequestIdentity) async throws -> PostgresRow? {
         let results = try await self.pool.requestTransaction(
             identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
         )
@@ -106,7 +115,7 @@ extension ServerFunctions {
 
     /// `guestpass_server.update_user`: applies `data` to the caller's profile; the user as current_user_profile shows it,
     /// or nil when the session is gone.
-    func updateUser(data: [String: JSONValue], as identity: RequestIdentity) async throws -> PostgresRow? {
+    public func updateUser(data: [String: JSONValue], as identity: RequestIdentity) async throws -> PostgresRow? {
         let results = try await self.pool.requestTransaction(
             identity,
             [PostgresStatement("SELECT * FROM guestpass_server.update_user($1::jsonb)", [PostgresJSON(text: JSONValue.object(data).jsonText)])]
@@ -116,18 +125,18 @@ extension ServerFunctions {
     }
 
     /// The scopes of `guestpass_server.sign_out`.
-    enum SignOutScope: String {
+    public enum SignOutScope: String, Sendable {
         case global, local, others
     }
 
     /// `guestpass_server.sign_out`: revokes the caller's sessions of `scope`.
-    func signOut(_ scope: SignOutScope, as identity: RequestIdentity) async throws {
+    public func signOut(_ scope: SignOutScope, as identity: RequestIdentity) async throws {
         _ = try await self.pool.requestTransaction(identity, [PostgresStatement("SELECT guestpass_server.sign_out($1)", [scope.rawValue])])
     }
 }
 
 /// What `guestpass_server.sign_in_with_identity` answered.
-enum IdentitySignInOutcome {
+public enum IdentitySignInOutcome {
     /// Signed in (`created` a new user, or `linked` to the caller): the user row.
     case signedIn(PostgresRow)
     case identityAlreadyExists
@@ -136,7 +145,7 @@ enum IdentitySignInOutcome {
 
 extension ServerFunctions {
     /// `guestpass_server.app_apple_settings`: the caller's app's Sign in with Apple settings, or nil without an app.
-    func appleSettings(as identity: RequestIdentity) async throws -> AppleSettings? {
+    public func appleSettings(as identity: RequestIdentity) async throws -> AppleSettings? {
         let results = try await self.pool.requestTransaction(
             identity, readOnly: true,
             [
@@ -147,25 +156,26 @@ extension ServerFunctions {
         return try results.first?.first.map(AppleSettings.init(row:))
     }
 
-    /// `guestpass_server.sign_in_with_identity`: signs in with (or, `link`, links the caller to) a verified Apple identity.
+    /// `guestpass_server.sign_in_with_identity`: signs in with (or, `link`, links the caller to) a verified Apple identity
+    /// (`subject`, `audience`, `email`, `isPrivateEmail`: the claims of an identity token GuestPassApple verified).
     /// `appleRefreshToken` (Apple's, sealed) is kept in the same transaction (`store_apple_refresh_token`).
-    func signInWithIdentity(
-        _ apple: AppleIdentity, link: Bool, userAgent: String?, sessionID: UUID, refreshTokenHash: String,
-        appleRefreshToken: [UInt8]? = nil, as identity: RequestIdentity
+    public func signInWithIdentity(
+        subject: String, audience: String, email: String?, isPrivateEmail: Bool, link: Bool, userAgent: String?, sessionID: UUID,
+        refreshTokenHash: String, appleRefreshToken: [UInt8]? = nil, as identity: RequestIdentity
     ) async throws -> IdentitySignInOutcome {
         var statements = [PostgresStatement]()
         statements.append(
             PostgresStatement(
                 "SELECT * FROM guestpass_server.sign_in_with_identity('apple', $1, $2, $3, $4, $5, $6, $7, $8)",
                 [
-                    apple.subject, apple.email, apple.isPrivateEmail, link, userAgent.map { String($0.prefix(512)) }, identity.clientAddress,
+                    subject, email, isPrivateEmail, link, userAgent.map { String($0.prefix(512)) }, identity.clientAddress,
                     sessionID, refreshTokenHash,
                 ]
             ))
         if let appleRefreshToken {
             statements.append(
                 PostgresStatement(
-                    "SELECT guestpass_server.store_apple_refresh_token($1, $2, $3)", [apple.subject, apple.audience, appleRefreshToken]
+                    "SELECT guestpass_server.store_apple_refresh_token($1, $2, $3)", [subject, audience, appleRefreshToken]
                 ))
         }
         guard let row = try await self.pool.requestTransaction(identity, statements).first?.first else {

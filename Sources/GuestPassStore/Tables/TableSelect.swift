@@ -1,5 +1,4 @@
 import PostgRESTGrammar
-import HTTPTypes
 
 /// The select list of a node, embeddings included, on top of `TableSQL`.
 struct SelectListBuilder {
@@ -49,7 +48,7 @@ struct SelectListBuilder {
     ) throws -> (expression: String, exists: String?) {
         let childPath = path + [embedding.name]
         guard childPath.count <= Self.maximumDepth else {
-            throw APIError(
+            throw PostgRESTRefusal(
                 .badRequest, code: PostgRESTCode.notImplemented, message: "Feature not implemented",
                 details: "Embeddings nest at most \(Self.maximumDepth) levels deep")
         }
@@ -94,7 +93,7 @@ struct SelectListBuilder {
         ]
         let name = aliases[words] ?? words
         guard !name.isEmpty, !name.contains(" ") else {
-            throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Unknown type in cast: \(written)")
+            throw PostgRESTRefusal(.badRequest, code: PostgRESTCode.queryParse, message: "Unknown type in cast: \(written)")
         }
         return TableSQL.quoted(name)
     }

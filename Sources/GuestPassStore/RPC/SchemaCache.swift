@@ -4,28 +4,28 @@ import Logging
 import NIOConcurrencyHelpers
 
 /// A function callable through `/rest/v1/rpc/<name>`, as the catalog describes it.
-struct RPCFunction: Sendable {
-    struct Argument: Sendable {
-        let name: String
+public struct RPCFunction: Sendable {
+    public struct Argument: Sendable {
+        public let name: String
         /// `format_type` of the argument's type, from the catalog (never from a request).
-        let typeName: String
-        let hasDefault: Bool
+        public let typeName: String
+        public let hasDefault: Bool
     }
 
     /// How the result is answered (PostgREST's shapes).
-    enum Shape: Sendable {
+    public enum Shape: Sendable {
         case scalar, row, setOfRows, setOfScalars, void
     }
 
-    let schema: String
-    let name: String
-    let arguments: [Argument]
-    let shape: Shape
+    public let schema: String
+    public let name: String
+    public let arguments: [Argument]
+    public let shape: Shape
     /// STABLE or IMMUTABLE: runs in a read-only transaction.
-    let isReadOnly: Bool
+    public let isReadOnly: Bool
 
     /// The single unnamed json/jsonb argument, which receives the whole body (PostgREST's single-object form).
-    var takesWholeBody: Bool {
+    public var takesWholeBody: Bool {
         self.arguments.count == 1 && self.arguments[0].name.isEmpty && ["json", "jsonb"].contains(self.arguments[0].typeName)
     }
 }
@@ -37,7 +37,7 @@ struct RPCFunction: Sendable {
 /// `NOTIFY pgrst, 'reload schema'` (PostgREST's channel; `guestpass migrate up` sends it) reload it through the
 /// `SchemaReloadListener` service. Reloads are single-flight: callers that need one while it runs wait for it, so a
 /// burst of requests naming unknown functions costs one catalog query and one pool connection.
-final class SchemaCache: Sendable {
+public final class SchemaCache: Sendable {
     private struct State {
         var functions: [String: [RPCFunction]] = [:]
         var relations = RelationCatalog()
@@ -48,12 +48,13 @@ final class SchemaCache: Sendable {
     }
 
     private let pool: PostgresPool
-    let schemas: [String]
+    /// The exposed schemas (`GUESTPASS_DB_SCHEMAS`), the first the default.
+    public let schemas: [String]
     private let timeToLive: Duration
     private let retryInterval: Duration
     private let state = NIOLockedValueBox(State())
 
-    init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30), retryInterval: Duration = .seconds(1)) {
+    public init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30), retryInterval: Duration = .seconds(1)) {
         self.pool = pool
         self.schemas = schemas
         self.timeToLive = timeToLive
@@ -61,7 +62,7 @@ final class SchemaCache: Sendable {
     }
 
     /// Every overload of `schema.name`; reloads once if none is known or `mustReload` (a signature did not match).
-    func overloads(schema: String, name: String, mustReload: Bool = false) async throws -> [RPCFunction] {
+    public func overloads(schema: String, name: String, mustReload: Bool = false) async throws -> [RPCFunction] {
         let key = schema + "." + name
         let (cached, loadedAt) = self.state.withLockedValue { ($0.functions[key], $0.loadedAt) }
         let now = ContinuousClock.now
@@ -75,7 +76,7 @@ final class SchemaCache: Sendable {
 
     /// The relations of the exposed schemas; loads the cache first if it was never loaded or is stale, and once more
     /// (at most once per `retryInterval`) when `schema.name` is unknown, so a table created by a migration is found.
-    func relations(schema: String, name: String) async throws -> RelationCatalog {
+    public func relations(schema: String, name: String) async throws -> RelationCatalog {
         let (catalog, loadedAt) = self.state.withLockedValue { ($0.relations, $0.loadedAt) }
         let now = ContinuousClock.now
         let stale = loadedAt.map { now - $0 > self.timeToLive } ?? true
@@ -86,10 +87,10 @@ final class SchemaCache: Sendable {
     }
 
     /// Tables of the exposed schemas an API role can write while row-level security is off (as of the last load).
-    var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
+    public var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
 
     /// Reloads the cache, or waits for the reload already running.
-    func reload() async throws {
+    public func reload() async throws {
         let task = self.state.withLockedValue { state in
             if let running = state.reloading { return running }
             let task = Task {

@@ -2,7 +2,7 @@ import Foundation
 import GuestPassPostgres
 
 /// What `guestpass_server.devicecheck_begin` answered.
-enum ClaimStart {
+public enum ClaimStart: Sendable {
     case alreadyClaimed
     case tokenReused
     case inProgress
@@ -11,7 +11,7 @@ enum ClaimStart {
 }
 
 /// The outcomes `guestpass_server.devicecheck_finish` takes.
-enum ClaimFinish: String {
+public enum ClaimFinish: String, Sendable {
     /// bit0 was unset and this claim set it.
     case granted
     /// bit0 was already set by another install.
@@ -25,16 +25,39 @@ enum ClaimFinish: String {
 }
 
 /// What `guestpass_server.devicecheck_finish` answered.
-struct ClaimResult: Sendable {
-    let granted: Bool
-    let creditsGranted: Int
-    let creditsBalance: Int?
+public struct ClaimResult: Sendable {
+    public let granted: Bool
+    public let creditsGranted: Int
+    public let creditsBalance: Int?
+}
+
+/// An app's DeviceCheck key settings, as `guestpass_server.app_devicecheck_settings()` returns them: nil when the app
+/// has no key configured. The server to call is `baseURL` when set, else the one of `environment` (GuestPassApp
+/// resolves it with GuestPassDeviceCheck, which the store does not import).
+public struct DeviceCheckKeySettings: Hashable, Sendable {
+    public let teamID: String
+    public let keyID: String
+    public let keyPath: String
+    public let baseURL: String?
+    /// `production` (the default) or `development`.
+    public let environment: String
+
+    init?(row: PostgresRow) throws {
+        guard let team = try row.decode(String?.self, "team_id"), let key = try row.decode(String?.self, "key_id"),
+            let path = try row.decode(String?.self, "key_path")
+        else { return nil }
+        self.teamID = team
+        self.keyID = key
+        self.keyPath = path
+        self.baseURL = try row.decode(String?.self, "base_url")
+        self.environment = try row.decode(String?.self, "environment") ?? "production"
+    }
 }
 
 extension ServerFunctions {
     /// `guestpass_server.devicecheck_begin` and `app_devicecheck_settings`, in one transaction: how the claim starts,
     /// and the app's DeviceCheck settings (nil when it has none).
-    func devicecheckBegin(tokenHash: String, as identity: RequestIdentity) async throws -> (ClaimStart, DeviceCheckSettings?) {
+    public func devicecheckBegin(tokenHash: String, as identity: RequestIdentity) async throws -> (ClaimStart, DeviceCheckKeySettings?) {
         let results = try await self.pool.requestTransaction(
             identity,
             [
@@ -52,11 +75,11 @@ extension ServerFunctions {
         case "repair": start = .repair(try row.decode(UUID.self, "pending_claim_id"))
         case let status: throw PostgresError(.protocolViolation, message: "devicecheck_begin answered an unknown status \(status)")
         }
-        return (start, try results.last?.first.flatMap(DeviceCheckSettings.init(row:)))
+        return (start, try results.last?.first.flatMap(DeviceCheckKeySettings.init(row:)))
     }
 
     /// `guestpass_server.devicecheck_take_lease`: whether `claim` now holds its app's lease for `timeToLive`.
-    func devicecheckTakeLease(claim: UUID, timeToLive: Duration, as identity: RequestIdentity) async throws -> Bool {
+    public func devicecheckTakeLease(claim: UUID, timeToLive: Duration, as identity: RequestIdentity) async throws -> Bool {
         let results = try await self.pool.requestTransaction(
             identity,
             [PostgresStatement("SELECT guestpass_server.devicecheck_take_lease($1, $2)", [claim, Double(timeToLive.components.seconds)])]
@@ -65,7 +88,7 @@ extension ServerFunctions {
     }
 
     /// `guestpass_server.devicecheck_finish`: ends (or parks) `claim` with `outcome` and releases its lease.
-    func devicecheckFinish(claim: UUID, outcome: ClaimFinish, as identity: RequestIdentity) async throws -> ClaimResult {
+    public func devicecheckFinish(claim: UUID, outcome: ClaimFinish, as identity: RequestIdentity) async throws -> ClaimResult {
         let results = try await self.pool.requestTransaction(
             identity, [PostgresStatement("SELECT * FROM guestpass_server.devicecheck_finish($1, $2)", [claim, outcome.rawValue])]
         )

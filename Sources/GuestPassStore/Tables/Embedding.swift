@@ -1,4 +1,3 @@
-import HTTPTypes
 import PostgRESTGrammar
 
 /// The relationship an embedding follows: a foreign key between the parent and the target, seen from the parent.
@@ -53,7 +52,7 @@ extension RelationCatalog {
         }
         if candidates.count == 1 { return candidates[0] }
         if candidates.isEmpty {
-            throw APIError(
+            throw PostgRESTRefusal(
                 .badRequest, code: PostgRESTCode.noRelationship,
                 message: "Could not find a relationship between '\(parent.name)' and '\(name)' in the schema cache",
                 hint: "Embeddings follow foreign keys between tables of the exposed schemas"
@@ -63,7 +62,7 @@ extension RelationCatalog {
         let details = candidates.map { candidate in
             "\(candidate.cardinality) via \(candidate.foreignKey.name) (\(candidate.foreignKey.table)(\(candidate.foreignKey.columns.joined(separator: ", "))) → \(candidate.foreignKey.referencedTable)(\(candidate.foreignKey.referencedColumns.joined(separator: ", "))))"
         }.joined(separator: "; ")
-        throw APIError(
+        throw PostgRESTRefusal(
             .multipleChoices, code: PostgRESTCode.ambiguousRelationship,
             message: "Could not embed because more than one relationship was found for '\(parent.name)' and '\(name)'",
             details: details,

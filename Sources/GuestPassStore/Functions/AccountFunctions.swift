@@ -1,0 +1,109 @@
+import Foundation
+import GuestPassJSON
+import GuestPassPostgres
+
+/// The kinds of account code (`guestpass.account_codes.kind`): known to the database only by the SHA-256 of their
+/// normalised text; GuestPassApp's `AccountCode` makes and normalises them.
+public enum AccountCodeKind: String, Sendable {
+    /// One-time, minutes long: moving to a new phone.
+    case transfer
+    /// One-time, no expiry: written down for a lost phone.
+    case recovery
+}
+
+/// What `guestpass_server.redeem_account_code` answered.
+public enum RedeemOutcome {
+    case redeemed(PostgresRow, kind: AccountCodeKind)
+    case invalidCode
+    case deviceInUse
+}
+
+extension ServerFunctions {
+    /// `guestpass_server.create_account_code`: stores `codeHash` for the caller; the expiry (nil for recovery).
+    public func createAccountCode(_ kind: AccountCodeKind, codeHash: String, lifetime: Int, as identity: RequestIdentity) async throws -> Date? {
+        let results = try await self.pool.requestTransaction(
+            identity,
+            [PostgresStatement("SELECT guestpass_server.create_account_code($1, $2, $3) AS expires_at", [kind.rawValue, codeHash, Int32(lifetime)])]
+        )
+        return try results.first?.first?.decode(Date?.self, "expires_at")
+    }
+
+    /// `guestpass_server.redeem_account_code`: a new device (`deviceSecretHash`, the facts `device`) and session for the
+    /// account of the code.
+    public func redeemAccountCode(
+        _ kind: AccountCodeKind, codeHash: String, device: [String: JSONValue]?, deviceSecretHash: String, userAgent: String?,
+        sessionID: UUID, refreshTokenHash: String, as identity: RequestIdentity
+    ) async throws -> RedeemOutcome {
+        let statement = PostgresStatement(
+            "SELECT * FROM guestpass_server.redeem_account_code($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
+            [
+                kind.rawValue, codeHash, deviceSecretHash, device.map { PostgresJSON(text: JSONValue.object($0).jsonText) },
+                identity.clientAddress, userAgent.map { String($0.prefix(512)) }, sessionID, refreshTokenHash,
+            ]
+        )
+        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+            throw PostgresError(.protocolViolation, message: "redeem_account_code returned no row")
+        }
+        switch try row.decode(String.self, "status") {
+        case "redeemed_transfer": return .redeemed(row, kind: .transfer)
+        case "redeemed_recovery": return .redeemed(row, kind: .recovery)
+        case "invalid_code": return .invalidCode
+        case "device_in_use": return .deviceInUse
+        case let status: throw PostgresError(.protocolViolation, message: "redeem_account_code answered an unknown status \(status)")
+        }
+    }
+}
+
+/// What `guestpass_server.merge_guest` answered.
+public enum MergeOutcome {
+    case merged(guest: UUID, creditsMoved: Int, balance: Int, rows: JSONValue)
+    case tokenNotFound
+    case sameUser
+    case notAGuest
+}
+
+extension ServerFunctions {
+    /// An Apple refresh token of a deleted account, sealed, with what revoking it needs.
+    public struct DeletedAppleToken: Sendable {
+        public let subject: String
+        public let clientID: String
+        public let sealed: [UInt8]
+    }
+
+    /// `guestpass_server.delete_account`: deletes the caller; the Apple refresh tokens it held.
+    public func deleteAccount(schemas: [String], as identity: RequestIdentity) async throws -> [DeletedAppleToken] {
+        let statement = PostgresStatement(
+            "SELECT apple_subject, apple_client_id, encode(apple_refresh_token, 'base64') AS sealed FROM guestpass_server.delete_account($1::text[])",
+            [PostgresTextArray.literal(schemas)]
+        )
+        let rows = try await self.pool.requestTransaction(identity, [statement]).first?.rows ?? []
+        return try rows.compactMap { row in
+            guard let clientID = try row.decode(String?.self, "apple_client_id"),
+                let sealed = Data(base64Encoded: try row.decode(String.self, "sealed"), options: .ignoreUnknownCharacters)
+            else { return nil }
+            return DeletedAppleToken(subject: try row.decode(String.self, "apple_subject"), clientID: clientID, sealed: Array(sealed))
+        }
+    }
+
+    /// `guestpass_server.merge_guest`: merges the guest of refresh token `tokenHash` (session `session`) into the caller.
+    public func mergeGuest(session: UUID, tokenHash: String, schemas: [String], as identity: RequestIdentity) async throws -> MergeOutcome {
+        let statement = PostgresStatement(
+            "SELECT * FROM guestpass_server.merge_guest($1, $2, $3::text[])", [session, tokenHash, PostgresTextArray.literal(schemas)]
+        )
+        guard let row = try await self.pool.requestTransaction(identity, [statement]).first?.first else {
+            throw PostgresError(.protocolViolation, message: "merge_guest returned no row")
+        }
+        switch try row.decode(String.self, "status") {
+        case "merged":
+            return .merged(
+                guest: try row.decode(UUID.self, "guest_id"), creditsMoved: try row.decode(Int.self, "credits_moved"),
+                balance: try row.decode(Int.self, "credits_balance"),
+                rows: try JSONValue.parse(try row.decode(PostgresJSON.self, "rows_moved").text)
+            )
+        case "refresh_token_not_found": return .tokenNotFound
+        case "same_user": return .sameUser
+        case "not_a_guest": return .notAGuest
+        case let status: throw PostgresError(.protocolViolation, message: "merge_guest answered an unknown status \(status)")
+        }
+    }
+}
