@@ -22,7 +22,8 @@ enum ServiceMetrics {
     static func welcomeGrant(_ outcome: String) { self.count("guestpass_welcome_grants_total", [("outcome", outcome)]) }
     /// Requests refused by a rate limit, by dialect.
     static func rateLimited(_ dialect: String) { self.count("guestpass_rate_limit_denials_total", [("dialect", dialect)]) }
-    /// Read-only calls the read replica could not answer, run on the primary instead.
+    /// Read-only calls the read replica could not answer, run on the primary instead (reported by the store's
+    /// `ReadRouting` through the `onReplicaFallback` callback `buildRouter` gives it).
     static func readReplicaFallback() { self.count("guestpass_read_replica_fallbacks_total", []) }
     /// Database errors by SQLSTATE class (`08`, `23`, `40`, …; `pool` for an acquire timeout, `connection` otherwise).
     static func databaseError(_ sqlStateClass: String) { self.count("guestpass_database_errors_total", [("class", sqlStateClass)]) }

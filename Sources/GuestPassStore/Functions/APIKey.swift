@@ -5,6 +5,7 @@ import GuestPassPostgres
 /// An API key: `gp_pub_` (publishable) or `gp_sec_` (secret) followed by 64 lowercase hex digits of OpenSSL randomness.
 /// Only its SHA-256 is stored; the value is shown once, when it is created.
 public struct APIKey: Sendable {
+    /// The two kinds (`guestpass.api_keys.kind`): a publishable key acts as `anon`, a secret key as `service_role`.
     public enum Kind: String, Sendable {
         case publishable
         case secret

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 
 /// A function callable through `/rest/v1/rpc/<name>`, as the catalog describes it.
 public struct RPCFunction: Sendable {
+    /// An input argument (`IN`, `INOUT`, `VARIADIC`), in declaration order; an unnamed one has the empty name.
     public struct Argument: Sendable {
         public let name: String
         /// `format_type` of the argument's type, from the catalog (never from a request).
@@ -54,6 +55,8 @@ public final class SchemaCache: Sendable {
     private let retryInterval: Duration
     private let state = NIOLockedValueBox(State())
 
+    /// A cache of `schemas` read through `pool`; empty until the first `reload` or request. `timeToLive`: how long a load
+    /// is trusted; `retryInterval`: the least time between two reloads asked for by unknown names.
     public init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30), retryInterval: Duration = .seconds(1)) {
         self.pool = pool
         self.schemas = schemas

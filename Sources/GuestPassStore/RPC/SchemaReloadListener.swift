@@ -24,6 +24,8 @@ public struct SchemaReloadListener: Service {
         self.logger = logger
     }
 
+    /// Loads the cache, then reloads it on each SIGHUP and `NOTIFY pgrst` until the graceful shutdown; never throws (a
+    /// failed load is logged and requests load on demand).
     public func run() async throws {
         await self.load(reason: "start")
         let hangups = HangupSignal.shared.signals()

@@ -4,6 +4,7 @@ import GuestPassPostgres
 /// A table or view of an exposed schema, as the schema cache describes it: what `/rest/v1/<name>` may name. Every
 /// identifier here comes from `pg_catalog`, never from a request; the SQL builder quotes them all.
 public struct Relation: Sendable {
+    /// A column, as `pg_attribute` describes it.
     public struct Column: Sendable, Decodable {
         public let name: String
         /// `format_type` of the column's type, schema-qualified where it is not in `pg_catalog` (read with an empty
@@ -21,6 +22,7 @@ public struct Relation: Sendable {
         }
     }
 
+    /// `pg_class.relkind`.
     public enum Kind: String, Sendable {
         case table = "r"
         case partitionedTable = "p"
@@ -52,6 +54,7 @@ public struct Relation: Sendable {
         self.columnIndex = Dictionary(columns.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The column named `name`, or nil.
     public func column(_ name: String) -> Column? { self.columnIndex[name].map { self.columns[$0] } }
 
     public var qualifiedName: String { self.schema + "." + self.name }
@@ -84,6 +87,7 @@ public struct RelationCatalog: Sendable {
     /// `set_config('role', …)` does not apply a role's settings the way a login does.
     public internal(set) var statementTimeouts: [String: String] = [:]
 
+    /// The relation `schema.name`, or nil when the last load did not see it.
     public func relation(schema: String, name: String) -> Relation? { self.relations[schema + "." + name] }
 
     /// The tables of the exposed schemas that an API role may write (INSERT, UPDATE or DELETE) while row-level security

@@ -3,6 +3,7 @@ import PostgRESTGrammar
 
 /// What a table request asks the database for, once its request has been parsed and its relation found.
 public struct TablePlan: Sendable {
+    /// The statement the request becomes: a read (`head`: no body), or one of the three writes.
     public enum Action: Equatable, Sendable {
         case read(head: Bool)
         case insert
@@ -25,6 +26,7 @@ public struct TablePlan: Sendable {
     public let offset: Int
     public let limit: Int?
 
+    /// The plan of a request the HTTP layer checked (`TableRequest`) against the schema cache's `catalog`.
     public init(
         catalog: RelationCatalog, relation: Relation, query: TableQuery, preferences: Preferences, action: Action, singular: Bool,
         stripNulls: Bool, maxRows: Int, offset: Int, limit: Int?
@@ -55,6 +57,7 @@ public struct TableBody: Sendable {
     /// The body held no row (`[]`) or no column (`{}` / `[{}]`).
     public let rowCount: Int
 
+    /// A body the HTTP layer parsed strictly (`TableBodyReader`), its columns checked against the relation.
     public init(arrayText: String, columns: [Relation.Column], rowCount: Int) {
         self.arrayText = arrayText
         self.columns = columns
