@@ -1,4 +1,3 @@
-import CoreMigrations
 import Foundation
 import GuestPassApp
 import GuestPassCrypto
@@ -94,8 +93,8 @@ public enum DevStack {
         if plan.migrate {
             try await withShutdown(PostgresPool(configuration: Self.singleConnection(ownerURL, name: "guestpass-dev-migrate"))) { pool in
                 _ = try await MigrationRunner(pool: pool, logger: logger).up(
-                    core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core),
-                    app: try plan.appMigrations.map { try MigrationFile.load(from: $0, scope: .app) }
+                    core: try MigrationSet.core(),
+                    app: try plan.appMigrations.map { try MigrationSet.load(from: $0, scope: .app) }
                 )
             }
         }
