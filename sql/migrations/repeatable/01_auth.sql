@@ -315,24 +315,62 @@ comment on function guestpass.require_app_user(uuid) is
     'GuestPass internal: p_user_id when it is a user of the claims'' app; else raises 42501.';
 revoke all on function guestpass.require_app_user(uuid) from public;
 
+-- An app's backend reads and spends its users' quota: the quota document's server-side function calls
+-- rpc('get_quota', {p_user_id}) and rpc('consume_quota', {p_user_id, p_request_id}) with the app's secret key (role
+-- service_role, no user in the claims). A backend holding the secret key is trusted for its app (grant_credits and
+-- set_premium take any user of it), so caller_id's refusing branches (no user in the claims) go to backend_user: for
+-- service_role, p_user_id when it is a user of the claims' app, else PT404 'unknown user' — the same answer for an id
+-- no one has and for another app's user, so a backend learns nothing about other apps. A signed-in user's path is
+-- unchanged and costs nothing more: backend_user runs only on branches that used to refuse.
+create or replace function guestpass.backend_user(p_user_id uuid)
+    returns uuid
+    language plpgsql
+    stable
+    set search_path = ''
+    as $$
+begin
+    if auth.role() is distinct from 'service_role' then
+        return guestpass.refuse_caller('no user in the request claims');
+    end if;
+    if p_user_id is null then
+        raise exception 'p_user_id is required with the secret key' using errcode = '22023';
+    end if;
+    -- Unknown anywhere and a user of another app are one answer: nothing to tell them apart.
+    if not exists (select 1 from public.users as u where u.id = p_user_id and u.app_id = guestpass.require_app()) then
+        raise exception 'unknown user' using errcode = 'PT404';
+    end if;
+    return p_user_id;
+end
+$$;
+
+revoke all on function guestpass.backend_user(uuid) from public;
+
+comment on function guestpass.backend_user(uuid) is
+    'GuestPass internal: the user an app''s backend (role service_role, no user in the claims) acts for: p_user_id when '
+    'it is a user of the claims'' app; else PT404 ''unknown user'' (the same for an unknown id and another app''s user); '
+    '22023 ''p_user_id is required with the secret key'' when null. For any other role raises 42501 ''no user in the '
+    'request claims'' (guestpass.refuse_caller). Called only from guestpass.caller_id''s branches without a user claim.';
+
 create or replace function guestpass.caller_id(p_user_id uuid)
     returns uuid
     language sql
     volatile
     as $$
     select case
-        when p_user_id is null then coalesce(auth.uid(), guestpass.refuse_caller('no user in the request claims'))
-        when auth.uid() is null then guestpass.refuse_caller('no user in the request claims')
+        when p_user_id is null then coalesce(auth.uid(), guestpass.backend_user(null))
+        when auth.uid() is null then guestpass.backend_user(p_user_id)
         when p_user_id <> auth.uid() then guestpass.refuse_caller('p_user_id must be the caller')
         else p_user_id
     end
 $$;
 
 comment on function guestpass.caller_id(uuid) is
-    'GuestPass internal: the caller''s user id (claim sub) when p_user_id is null or equal to it; else raises 42501 '
-    '(guestpass.refuse_caller): ''no user in the request claims'' first, then ''p_user_id must be the caller''. Does '
-    'not check that the user exists (guestpass.require_caller does). Inlinable: one expression, no SET clause; reads '
-    'the claims once when p_user_id is null (0042).';
+    'GuestPass internal: the user a quota call acts for. With a user in the claims (sub): that user when p_user_id is '
+    'null or equal to it, else 42501 ''p_user_id must be the caller'' (guestpass.refuse_caller). Without one: '
+    'guestpass.backend_user(p_user_id) — for service_role (an app''s backend) a user of the claims'' app (else PT404 '
+    '''unknown user'', 22023 when null), for any other role 42501 ''no user in the request claims''. Does not check '
+    'that a signed-in caller exists (guestpass.require_caller does). Inlinable: one expression, no SET clause; reads '
+    'the claims once when p_user_id is null (0042, 0047).';
 revoke all on function guestpass.caller_id(uuid) from public;
 
 create or replace function guestpass.require_caller(p_user_id uuid)

@@ -308,9 +308,12 @@ $$;
 comment on function public.consume_quota(uuid, text) is
     'GuestPass: consumes one unit for the caller: premium (unmetered), else today''s free allowance, else one credit. '
     'Returns get_quota''s object after the consume plus charged (premium, free or credit). A p_request_id (or the '
-    'Idempotency-Key header) used before returns the first answer without charging again. When nothing is left '
-    'raises PT429 ''quota exceeded'' (HTTP 429) with detail = seconds until the reset (Retry-After) and hint '
-    'resets_at=<ISO-8601 UTC>. p_user_id must be the caller or null (else 42501); a bad request id is 22023.';
+    'Idempotency-Key header) used before for this user returns the first answer without charging again. When nothing '
+    'is left raises PT429 ''quota exceeded'' (HTTP 429) with detail = seconds until the reset (Retry-After) and hint '
+    'resets_at=<ISO-8601 UTC>. A signed-in user may pass only itself as p_user_id (or null; else 42501); an app''s '
+    'backend (service_role) passes a user of its app (else PT404 ''unknown user'', the same for an unknown id and '
+    'another app''s user; null is 22023), with the same idempotency, 429 and ledger as the user''s own call. A bad '
+    'request id is 22023.';
 revoke all on function public.consume_quota(uuid, text) from public;
 grant execute on function public.consume_quota(uuid, text) to authenticated;
 
@@ -328,8 +331,9 @@ $$;
 
 comment on function public.get_quota(uuid) is
     'GuestPass: the caller''s quota: {quota_remaining (free uses left today, in the user''s timezone), daily_limit, '
-    'credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. p_user_id is accepted for '
-    'compatibility and must be the caller or null (else 42501).';
+    'credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. A signed-in user may pass only '
+    'itself as p_user_id (or null; else 42501). An app''s backend (service_role) passes a user of its app (else PT404 '
+    '''unknown user'', for an unknown id and another app''s user alike; null is 22023).';
 revoke all on function public.get_quota(uuid) from public;
 grant execute on function public.get_quota(uuid) to authenticated;
 
@@ -606,3 +610,7 @@ create or replace trigger users_check_new_timezone
 
 comment on trigger users_check_new_timezone on public.users is
     'GuestPass: a new user''s time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
+
+grant execute on function public.get_quota(uuid) to service_role;
+
+grant execute on function public.consume_quota(uuid, text) to service_role;

@@ -201,6 +201,10 @@ declare
     v_code text := upper(btrim(p_code));
 begin
     select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    -- No code is a malformed request, not a try: refused before any token is taken (it guesses nothing).
+    if p_code is null then
+        raise exception 'p_code is required' using errcode = '22023';
+    end if;
     -- Every try takes a token first, found or not: the limit reveals nothing about codes.
     perform guestpass.enforce_rate_limit('pair:user:' || v_user::text, 10, 10.0 / 3600);
     perform guestpass.enforce_rate_limit(
@@ -235,12 +239,12 @@ end
 $$;
 
 comment on function public.pair_with_code(text) is
-    'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. Takes '
-    'a token from the caller''s pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s '
-    '(pair:ip:<address>, 30, 30 an hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, '
-    'partner_id}, or {paired: false, reason}: no_such_code (a wrong or unknown code alike), own_code, '
-    'already_partners, partner_limit (either user at the app''s limit). Refusals are answers, not errors, so that '
-    'the tokens they took stay taken.';
+    'Pairs the caller with the owner of share code p_code (case and surrounding spaces ignored); both see it. p_code '
+    'null is 22023 ''p_code is required'' (HTTP 400), before any token is taken. Takes a token from the caller''s '
+    'pairing bucket (pair:user:<id>, 10, refilled 10 an hour) and the client address''s (pair:ip:<address>, 30, 30 an '
+    'hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, '
+    'reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at '
+    'the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
 revoke all on function public.pair_with_code(text) from public;
 grant execute on function public.pair_with_code(text) to authenticated;
 
