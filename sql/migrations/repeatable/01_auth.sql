@@ -20,7 +20,7 @@
 -- so tests move time instead of waiting or aging rows. The rate limits, refresh-token rotation, its reuse window,
 -- sign-out and the last_seen_at / last_sign_in_at writes still read now() or clock_timestamp() directly, so their
 -- rules could only be tested by rewriting timestamps. Every function body now reads guestpass.clock() (once, into a
--- variable, in plpgsql): take_rate_limit, peek_rate_limit, prune_rate_limits, ensure_guest_device, sign_up_guest,
+-- variable, in plpgsql): take_rate_limit, peek_rate_limit, prune_batch, ensure_guest_device, sign_up_guest,
 -- refresh_session and sign_out are redefined for it. Each keeps its signature, volatility, SECURITY DEFINER, empty
 -- search_path, grants and behaviour; without an override the time read is the transaction's start, as now() was.
 --
@@ -29,7 +29,7 @@
 -- backwards (greatest(now, updated_at), kept here) and guestpass.bucket_tokens refills nothing for time running
 -- backwards, so an older time can only make the refill smaller: with the transaction's start time a bucket refills a
 -- little later than it could, never sooner, and it can never hand out more tokens than the elapsed time allows. The
--- answer stays conservative. prune_rate_limits likewise deletes a bucket a little later, never sooner (a missing
+-- answer stays conservative. prune_batch likewise deletes a bucket a little later, never sooner (a missing
 -- row is a full bucket).
 --
 -- What stays on now(). Column defaults (created_at, last_seen_at, updated_at, seen_at: DEFAULT now()) and the

@@ -9,7 +9,7 @@
 -- state: the tokens left at updated_at. A missing row is a full bucket. Time is clock_timestamp() read AFTER the
 -- bucket's row lock is granted, not now(): a transaction that waited for the lock must not refill from its own,
 -- older start time. Tests move time by setting updated_at back. The functions are internal (no grants): the
--- SECURITY DEFINER entry points of 0009 call them, and `guestpass prune` (the owner) calls prune_rate_limits.
+-- SECURITY DEFINER entry points call them, and `guestpass prune` (the owner) deletes idle buckets (prune_batch).
 --
 -- take a rate-limit token in one statement: sign-up spent three statements (insert, select for update, update) per bucket
 -- Same semantics as 0008's version: a new bucket starts full; an existing one refills by elapsed time × rate, up to
@@ -40,7 +40,7 @@
 --    (and the wait a client sees) is up to K / R instead of 1 / R. Sign-up (guestpass_server.sign_up_guest) and guest
 --    creation over RPC (guestpass.take_signup_limits) take the app bucket through it; the per-IP bucket stays one
 --    row (its contention is one client's). The old signup:app:<app> rows are no longer read: every app's bucket
---    starts full, and guestpass.prune_rate_limits deletes the old rows once idle.
+--    starts full, and guestpass.prune_batch deletes the old rows once idle.
 -- 2. The users table's two BEFORE INSERT checks ran a PL/pgSQL function, with a save and restore of search_path, on
 --    every new user only to find nothing to check. Each check is now two triggers whose WHEN clause (evaluated
 --    without calling the function) lets it run only when there is something to refuse or to look up: a new user
@@ -350,26 +350,9 @@ comment on function guestpass.sharded_rate_limit(text, integer, double precision
     'succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 revoke all on function guestpass.sharded_rate_limit(text, integer, double precision, boolean) from public;
 
-create or replace function guestpass.prune_rate_limits(p_idle interval)
-returns bigint
-language sql
-volatile
-security definer
-set search_path = ''
-as $$
-    with pruned as (
-        delete from guestpass.rate_limits as r
-        where r.updated_at < (select guestpass.clock()) - p_idle
-        returning 1
-    )
-    select count(*) from pruned
-$$;
-
-comment on function guestpass.prune_rate_limits(interval) is
-    'GuestPass internal: deletes buckets untouched for p_idle (updated_at before guestpass.clock() - p_idle) and '
-    'returns how many. A missing row is a full bucket, so pass at least the longest configured capacity / refill rate '
-    '(the time an empty bucket needs to refill).';
-revoke all on function guestpass.prune_rate_limits(interval) from public;
+-- Idle buckets are deleted by `guestpass prune` (guestpass.prune_batch, kind rate_limits); the former
+-- guestpass.prune_rate_limits(interval) had no caller left.
+drop function if exists guestpass.prune_rate_limits(interval);
 
 create or replace function guestpass.client_address_key_parsed(p_address text)
     returns text
