@@ -124,7 +124,7 @@ public enum DevStack {
     /// Drops `database` (terminating its sessions); nothing happens when it does not exist.
     public static func down(database: String, clusterURL: String) async throws {
         try Self.validate(databaseName: database)
-        try await Self.withMaintenance(clusterURL) { try await $0.execute("DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)") }
+        _ = try await Self.withMaintenance(clusterURL) { try await $0.execute("DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)") }
     }
 
     /// `url` with its database (and user) replaced.
