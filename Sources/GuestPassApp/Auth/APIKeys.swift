@@ -57,13 +57,6 @@ public struct APIKey: Sendable {
     /// The first characters, stored for display.
     public var prefix: String { String(self.value.prefix(12)) }
 
-    /// Records the key for `appID` (hashed) on `connection`, inside the caller's transaction.
-    public func record(for appID: UUID, on connection: PostgresConnection) throws {
-        try connection.execute(
-            "INSERT INTO guestpass.api_keys (app_id, kind, key_hash, key_prefix) VALUES ($1, $2, $3, $4)",
-            [appID, self.kind.rawValue, self.hash, self.prefix]
-        )
-    }
 }
 
 /// Resolves API keys to their app, caching answers for a minute so most requests need no extra round trip.

@@ -77,3 +77,13 @@ extension Administration {
         return result.affectedRows == 1
     }
 }
+
+extension APIKey {
+    /// Records the key for `appID` (hashed) on `connection`, inside the caller's transaction.
+    public func record(for appID: UUID, on connection: PostgresConnection) throws {
+        try connection.execute(
+            "INSERT INTO guestpass.api_keys (app_id, kind, key_hash, key_prefix) VALUES ($1, $2, $3, $4)",
+            [appID, self.kind.rawValue, self.hash, self.prefix]
+        )
+    }
+}

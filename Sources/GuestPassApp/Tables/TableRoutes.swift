@@ -77,7 +77,7 @@ struct TableRoutes: Sendable {
         let identity = context.caller.identity
         var statements = [statement]
         if let timeout = catalog.statementTimeouts[identity.role.rawValue] {
-            statements.insert(PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout]), at: 0)
+            statements.insert(TableStatements.statementTimeout(timeout), at: 0)
         }
         let results: [PostgresResult]
         if case .read = action {

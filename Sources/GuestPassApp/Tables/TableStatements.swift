@@ -45,6 +45,12 @@ struct TableBody {
 /// `page_total` (rows read or written), `body` (the JSON text PostgreSQL built, or NULL) and `inserted` (rows an upsert
 /// inserted rather than updated, or NULL).
 enum TableStatements {
+    /// The role's `statement_timeout` for the rest of the request transaction (`set_config('role', …)` does not apply a
+    /// role's settings as a login does), so every statement of the request, `count=exact` included, runs under it.
+    static func statementTimeout(_ value: String) -> PostgresStatement {
+        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [value])
+    }
+
     /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
     static func read(_ plan: TablePlan) throws -> PostgresStatement {
         var sql = TableSQL()
