@@ -74,7 +74,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        /// The core SQL migrations, embedded as resources (the `.sql` files live in `sql/migrations`).
+        /// The core SQL migrations, embedded as resources: the versioned `.sql` files of `sql/migrations` and the
+        /// repeatable ones of `sql/migrations/repeatable` (the folder is copied whole).
         .target(
             name: "CoreMigrations",
             path: "sql",

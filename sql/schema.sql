@@ -989,28 +989,6 @@ $_$;
 COMMENT ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) IS 'GuestPass internal (guestpass prune): removes at most p_limit rows of one kind and returns how many (with p_dry_run, how many it would, removing nothing), whether to run another batch, and (guests) the id to pass as p_after to the next one, so that guests kept for their rows are examined once. Kinds: guests (anonymous, idle longer than the app''s guest_idle_days by their sessions, devices, updated_at and quota days, with no credits, premium, Apple identity, partner or row in public / p_schemas tables besides their devices; deleted with everything that cascades), sessions (ended over 7 days ago), refresh_tokens (rotated or revoked over 7 days ago), idempotency_records (consumptions over 2 days old), rate_limits (untouched for a day), account_codes (used or expired a day ago). Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the candidates of one batch.';
 
 --
--- Name: prune_rate_limits(interval); Type: FUNCTION; Schema: guestpass; Owner: -
---
-
-CREATE FUNCTION guestpass.prune_rate_limits(p_idle interval) RETURNS bigint
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$
-    with pruned as (
-        delete from guestpass.rate_limits as r
-        where r.updated_at < (select guestpass.clock()) - p_idle
-        returning 1
-    )
-    select count(*) from pruned
-$$;
-
---
--- Name: FUNCTION prune_rate_limits(p_idle interval); Type: COMMENT; Schema: guestpass; Owner: -
---
-
-COMMENT ON FUNCTION guestpass.prune_rate_limits(p_idle interval) IS 'GuestPass internal: deletes buckets untouched for p_idle (updated_at before guestpass.clock() - p_idle) and returns how many. A missing row is a full bucket, so pass at least the longest configured capacity / refill rate (the time an empty bucket needs to refill).';
-
---
 -- Name: quota_day(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -4742,12 +4720,6 @@ REVOKE ALL ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) FROM PUBLIC;
-
---
--- Name: FUNCTION prune_rate_limits(p_idle interval); Type: ACL; Schema: guestpass; Owner: -
---
-
-REVOKE ALL ON FUNCTION guestpass.prune_rate_limits(p_idle interval) FROM PUBLIC;
 
 --
 -- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -

@@ -137,12 +137,26 @@ public final class AppleKeyStore: Sendable {
 }
 
 /// Apple calls by endpoint (`keys`, `token`, `revoke`) and outcome (`ok`, `http_<status>`, Apple's error code,
-/// `unreachable`), with their latency.
+/// `unreachable`), with their latency. Each handle is made once per label and dimensions, not per call.
 enum AppleCallMetrics {
+    private static let counters = NIOLockedValueBox<[String: Counter]>([:])
+    private static let timers = NIOLockedValueBox<[String: Metrics.Timer]>([:])
+
     static func record(_ endpoint: String, outcome: String, since started: ContinuousClock.Instant) {
-        Counter(label: "guestpass_apple_calls_total", dimensions: [("endpoint", endpoint), ("outcome", outcome)]).increment()
-        let elapsed = ContinuousClock.now - started
-        Timer(label: "guestpass_apple_call_duration_seconds", dimensions: [("endpoint", endpoint)])
-            .recordNanoseconds(Int64(elapsed / .nanoseconds(1)))
+        let counter = self.counters.withLockedValue { counters in
+            let key = endpoint + "\u{0}" + outcome
+            if let existing = counters[key] { return existing }
+            let made = Counter(label: "guestpass_apple_calls_total", dimensions: [("endpoint", endpoint), ("outcome", outcome)])
+            counters[key] = made
+            return made
+        }
+        counter.increment()
+        let timer = self.timers.withLockedValue { timers in
+            if let existing = timers[endpoint] { return existing }
+            let made = Metrics.Timer(label: "guestpass_apple_call_duration_seconds", dimensions: [("endpoint", endpoint)])
+            timers[endpoint] = made
+            return made
+        }
+        timer.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
     }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CoreMigrations
 import Foundation
 import GuestPassMigrations
 import GuestPassPostgres
@@ -15,12 +14,14 @@ struct MigrateCommand: AsyncParsableCommand {
     struct Options: ParsableArguments {
         @OptionGroup var database: DatabaseOptions
 
-        @Option(help: "An app's own folder of NNNN_name.sql migrations, applied after the core ones.")
+        @Option(
+            help: "An app's own folder of NNNN_name.sql migrations (and repeatable/<name>.sql files), applied after the core ones."
+        )
         var dir: String?
 
-        func loadFiles() throws -> (core: [MigrationFile], app: [MigrationFile]?) {
-            let core = try MigrationFile.load(from: CoreMigrations.directory, scope: .core)
-            let app = try self.dir.map { try MigrationFile.load(from: URL(fileURLWithPath: $0, isDirectory: true), scope: .app) }
+        func loadFiles() throws -> (core: MigrationSet, app: MigrationSet?) {
+            let core = try MigrationSet.core()
+            let app = try self.dir.map { try MigrationSet.load(from: URL(fileURLWithPath: $0, isDirectory: true), scope: .app) }
             return (core, app)
         }
 
@@ -36,14 +37,21 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     struct Up: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Apply every pending migration, each in its own transaction.")
+        static let configuration = CommandConfiguration(
+            abstract: "Apply every pending migration, then every changed repeatable file, each in its own transaction.")
         @OptionGroup var options: Options
 
         func run() async throws {
             let files = try self.options.loadFiles()
             do {
                 let outcome = try await self.options.withRunner { try await $0.up(core: files.core, app: files.app) }
-                print(outcome.applied.isEmpty ? "Nothing to apply." : "Applied \(outcome.applied.count) migration(s).")
+                if outcome.applied.isEmpty {
+                    print("Nothing to apply.")
+                } else if outcome.repeatable.isEmpty {
+                    print("Applied \(outcome.versioned.count) migration(s).")
+                } else {
+                    print("Applied \(outcome.versioned.count) migration(s) and \(outcome.repeatable.count) repeatable file(s).")
+                }
             } catch let error as MigrationError {
                 printError(error.description)
                 throw ExitCode(1)
@@ -55,7 +63,8 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List migrations with version, name, checksum and state.")
+        static let configuration = CommandConfiguration(
+            abstract: "List migrations (version, or R for a repeatable file), name, checksum and state.")
         @OptionGroup var options: Options
 
         func run() async throws {

@@ -1,4 +1,3 @@
-import CoreMigrations
 import Foundation
 import GuestPassStore
 import GuestPassCrypto
@@ -94,8 +93,8 @@ public enum DevStack {
         if plan.migrate {
             try await withShutdown(PostgresPool(configuration: Self.singleConnection(ownerURL, name: "guestpass-dev-migrate"))) { pool in
                 _ = try await MigrationRunner(pool: pool, logger: logger).up(
-                    core: try MigrationFile.load(from: CoreMigrations.directory, scope: .core),
-                    app: try plan.appMigrations.map { try MigrationFile.load(from: $0, scope: .app) }
+                    core: try MigrationSet.core(),
+                    app: try plan.appMigrations.map { try MigrationSet.load(from: $0, scope: .app) }
                 )
             }
         }
@@ -125,7 +124,7 @@ public enum DevStack {
     /// Drops `database` (terminating its sessions); nothing happens when it does not exist.
     public static func down(database: String, clusterURL: String) async throws {
         try Self.validate(databaseName: database)
-        try await Self.withMaintenance(clusterURL) { try await $0.execute("DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)") }
+        _ = try await Self.withMaintenance(clusterURL) { try await $0.execute("DROP DATABASE IF EXISTS \"\(database)\" WITH (FORCE)") }
     }
 
     /// `url` with its database (and user) replaced.

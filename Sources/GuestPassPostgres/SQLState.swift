@@ -36,6 +36,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let invalidParameterValue = SQLState("22023")
     /// GuestPass's own: a rate limit or quota is exhausted (HTTP 429; the detail holds the seconds to wait).
     public static let rateLimited = SQLState("PT429")
+    /// `PT401`: raised by `guestpass.ensure_guest_device` for a revoked device (HTTP 401).
+    public static let deviceRevoked = SQLState("PT401")
 
     /// Whether the class says the server or the connection failed, not the statement: 08 (connection), 53
     /// (insufficient resources), 57 (operator intervention, e.g. a shutdown) but not 57014 (a cancelled statement).

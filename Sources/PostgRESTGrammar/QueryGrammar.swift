@@ -30,29 +30,30 @@ public enum QueryGrammar {
         var query = TableQuery()
         for (key, value) in parameters.orders {
             let path = try Self.embeddingPath(ofKey: key)
-            let terms = try Self.run(LogicGrammar.order, on: value, context: "failed to parse order (\(value))")
+            let terms = try Self.run(Grammars.order, on: value, context: "failed to parse order (\(value))")
             query.modify(path) { $0.order = terms }
         }
         for (key, value) in parameters.logic {
             let (path, op) = try Self.run(Self.logicPath, on: key, context: "failed to parse logic path (\(key))")
-            switch try Self.run(LogicGrammar.tree, on: op + value, context: "failed to parse logic tree (\(value))") {
+            switch try Self.run(Grammars.tree, on: op + value, context: "failed to parse logic tree (\(value))") {
             case .group(let group): query.modify(path) { $0.logic.append(group) }
             case .filter(let filter): query.modify(path) { $0.filters.append(filter) }
             }
         }
         if let columns = parameters.columns {
-            query.columns = try Self.run(NameGrammar.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
+            query.columns = try Self.run(Grammars.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
         }
         if let select = parameters.select {
-            query.select = try Self.run(SelectGrammar.forest(of: select), on: select, context: "failed to parse select parameter (\(select))")
+            query.select = try Self.run(
+                select.isEmpty ? .pure([]) : Grammars.select, on: select, context: "failed to parse select parameter (\(select))")
         }
         for (key, value) in parameters.filters {
-            let (path, field) = try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))")
-            let condition = try Self.run(FilterGrammar.condition(value: Primitive.rest), on: value, context: "failed to parse filter (\(value))")
+            let (path, field) = try Self.run(Grammars.treePath, on: key, context: "failed to parse tree path (\(key))")
+            let condition = try Self.run(Grammars.filter, on: value, context: "failed to parse filter (\(value))")
             query.modify(path) { $0.filters.append(Filter(field: field, condition: condition)) }
         }
         if let onConflict = parameters.onConflict {
-            query.onConflict = try Self.run(NameGrammar.columns, on: onConflict, context: "failed to parse on_conflict parameter (\(onConflict))")
+            query.onConflict = try Self.run(Grammars.columns, on: onConflict, context: "failed to parse on_conflict parameter (\(onConflict))")
         }
         for (key, value) in parameters.limits {
             let path = try Self.embeddingPath(ofKey: key)
@@ -178,4 +179,16 @@ extension TableQuery {
             change(&self.embedded[path, default: NodeModifiers()])
         }
     }
+}
+
+/// The grammar's parsers, built once: a parser is an immutable tree of closures and every parse has its own
+/// `ParseInput`, so one instance serves every request (building them anew cost about as much as a parse).
+/// `nonisolated(unsafe)`: the closures are not marked `@Sendable`, but nothing in them is ever mutated.
+private enum Grammars {
+    nonisolated(unsafe) static let order = LogicGrammar.order
+    nonisolated(unsafe) static let tree = LogicGrammar.tree
+    nonisolated(unsafe) static let columns = NameGrammar.columns
+    nonisolated(unsafe) static let select = SelectGrammar.forest(of: "*")
+    nonisolated(unsafe) static let treePath = NameGrammar.treePath
+    nonisolated(unsafe) static let filter = FilterGrammar.condition(value: Primitive.rest)
 }

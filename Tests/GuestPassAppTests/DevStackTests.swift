@@ -95,7 +95,7 @@ import Testing
             var plan = DevStack.Plan(clusterURL: cluster, database: name)
             plan.appNames = ["dev"]
             let first = try await DevStack.up(plan, logger: Self.logger)
-            try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: first.ownerURL))) {
+            _ = try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: first.ownerURL))) {
                 try await $0.execute("UPDATE guestpass.api_keys SET revoked_at = now() WHERE kind = 'secret'")
             }
             plan.previous = first

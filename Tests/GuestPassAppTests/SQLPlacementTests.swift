@@ -6,7 +6,8 @@ import Testing
 /// fails here, with its file and line.
 ///
 /// What counts as a statement: `SELECT`, `INSERT INTO`, `UPDATE … SET`, `DELETE FROM`, `WITH … AS (`, `LISTEN`,
-/// `NOTIFY` in upper case anywhere in a literal (the house style for SQL), or in any case at the start of one.
+/// `NOTIFY` in upper case anywhere in a literal (the house style for SQL), or in any case at the start of one, and a
+/// literal that is a transaction statement (`BEGIN READ ONLY`, `COMMIT`).
 /// Comments are not literals; "GET, HEAD, POST, PATCH, DELETE" and a bare "UPDATE" are words, not statements.
 @Suite struct SQLPlacementTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -23,7 +24,8 @@ import Testing
         let planted = [
             #"let a = "SELECT 1""#, #"x("INSERT INTO t (a) VALUES ($1)")"#, #"let s = "UPDATE guestpass.apps SET \(sets) WHERE id = $1""#,
             #"let d = "DELETE FROM \(table)""#, "let q = \"\"\"\n    WITH s AS (SELECT 1) SELECT * FROM s\n    \"\"\"",
-            #"try c.execute("LISTEN \(Self.channel)")"#, #"let n = "NOTIFY pgrst""#, #"let l = "select * from t""#,
+            #"try c.execute("LISTEN \(Self.channel)")"#, #"let n = "NOTIFY pgrst""#, #"PostgresStatement("BEGIN READ ONLY")"#,
+            #"PostgresStatement("COMMIT")"#, #"let l = "select * from t""#,
             ##"let r = #"SELECT "quoted""#"##, #"f("\(g("x")) SELECT 1")"#,
         ]
         for source in planted { #expect(Self.statements(in: source).count == 1, "\(source)") }
@@ -56,7 +58,7 @@ import Testing
     }
     static var atStart: Regex<AnyRegexOutput> {
         try! Regex(
-            #"^\s*(select\s+\S+(\s+|\s*\().*|insert\s+into\b|update\s+\S+\s+set\b|delete\s+from\b|with\s+\S+\s+as\s*\(|listen\s+\S|notify\s+\S)"#
+            #"^\s*(select\s+\S+(\s+|\s*\().*|insert\s+into\b|update\s+\S+\s+set\b|delete\s+from\b|with\s+\S+\s+as\s*\(|listen\s+\S|notify\s+\S|(begin|commit|rollback)\b(\s+(read|isolation|transaction|work)\b.*)?\s*;?\s*$)"#
         ).ignoresCase()
     }
 

@@ -11,7 +11,8 @@ struct MigrateCommandTests {
     @Test("migrate up --dir applies core then app; status lists version, name, checksum and state")
     func upAndStatus() async throws {
         try await CoreRoles.ensure()
-        let core = try MigrationFile.load(from: CoreMigrations.directory, scope: .core)
+        let coreSet = try MigrationSet.core()
+        let core = coreSet.versioned
         let app = try MigrationFolder()
         // References a core table, so it can only apply after the core migrations.
         try app.write("0001_create_notes.sql", "create table public.notes (id int primary key, user_id uuid references public.users (id));\n")
@@ -29,12 +30,18 @@ struct MigrateCommandTests {
             let firstApp = try #require(rows.filter { $0.scope == "app" }.map(\.appliedAt).min())
             #expect(lastCore <= firstApp, "app files are applied after the core ones")
 
-            // status: every core and app file, applied.
+            // The core's repeatable files ran too, each recorded with its checksum.
+            #expect(try await repeatableRows(pool).map(\.name) == coreSet.repeatable.map(\.name))
+            #expect(try await repeatableRows(pool).map(\.checksum) == coreSet.repeatable.map(\.checksum))
+
+            // status: every core file (versioned, then repeatable) and app file, applied.
             let status = try await runGuestpass(["migrate", "status", "--dir", app.url.path], databaseURL: database.ownerURL)
             #expect(status.status == 0, "\(status.summary)")
             let appFiles = try app.load()
             let expected =
-                core.map { StatusLine(scope: "core", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum) }
+                coreSet.all.map {
+                    StatusLine(scope: "core", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum)
+                }
                 + appFiles.map {
                     StatusLine(scope: "app", version: $0.version, name: $0.name, state: "applied", appliedAt: "", checksum: $0.checksum)
                 }

@@ -89,6 +89,26 @@ func historyRows(_ pool: PostgresPool) async throws -> [HistoryRow] {
     }
 }
 
+/// One row of `guestpass_migrations.repeatables`.
+struct RepeatableRow: Sendable, Equatable {
+    let scope: String
+    let name: String
+    let checksum: String
+    let success: Bool
+    let appliedCount: Int
+}
+
+func repeatableRows(_ pool: PostgresPool) async throws -> [RepeatableRow] {
+    let result = try await pool.execute(
+        "select scope, name, checksum, success, applied_count from guestpass_migrations.repeatables order by scope, name"
+    )
+    return try result.rows.map { row in
+        RepeatableRow(
+            scope: try row.decode(at: 0), name: try row.decode(at: 1), checksum: try row.decode(at: 2), success: try row.decode(at: 3),
+            appliedCount: try row.decode(at: 4))
+    }
+}
+
 func isSHA256Checksum(_ text: String) -> Bool {
     guard text.hasPrefix("sha256:") else { return false }
     let hex = text.dropFirst("sha256:".count)
@@ -116,7 +136,9 @@ final class MigrationFolder {
     }
 
     func write(_ fileName: String, bytes: Data) throws {
-        try bytes.write(to: self.url.appendingPathComponent(fileName))
+        let file = self.url.appendingPathComponent(fileName)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try bytes.write(to: file)
     }
 
     func bytes(_ fileName: String) throws -> Data {
@@ -129,6 +151,11 @@ final class MigrationFolder {
 
     func load(_ scope: MigrationScope = .app) throws -> [MigrationFile] {
         try MigrationFile.load(from: self.url, scope: scope)
+    }
+
+    /// The versioned files and the repeatable ones (`repeatable/*.sql`).
+    func loadSet(_ scope: MigrationScope = .app) throws -> MigrationSet {
+        try MigrationSet.load(from: self.url, scope: scope)
     }
 }
 

@@ -56,7 +56,6 @@ insert into gp_functions (fn) values
     ('guestpass.check_rate_limit_arguments(text, integer, double precision)'),
     ('guestpass.take_rate_limit(text, integer, double precision)'),
     ('guestpass.peek_rate_limit(text, integer, double precision)'),
-    ('guestpass.prune_rate_limits(interval)'),
     ('guestpass.ensure_guest_device(uuid, text, jsonb)'),
     ('public.create_guest_user(uuid)'),
     ('guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, '

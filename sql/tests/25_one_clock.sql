@@ -412,12 +412,18 @@ select is(
 );
 reset role;
 
--- Prune follows the clock: buckets test:clock (last taken at 13:01:00) and signup:ip:192.0.2.50 (14:01:00).
+-- Prune follows the clock: buckets test:clock (last taken at 13:01:00) and signup:ip:192.0.2.50 (14:01:00), a day on.
 
-set local guestpass.clock_override = '2025-03-10 14:01:00+00';
-select is(guestpass.prune_rate_limits('1 hour'), 0::bigint, 'at 14:01:00 no bucket has been idle more than an hour');
-set local guestpass.clock_override = '2025-03-10 14:01:01+00';
-select is(guestpass.prune_rate_limits('1 hour'), 1::bigint, 'at 14:01:01 test:clock has: pruned');
+set local guestpass.clock_override = '2025-03-11 13:01:00+00';
+select is(
+    (select removed from guestpass.prune_batch('rate_limits', 100, false, array['public'])), 0,
+    'the next day at 13:01:00 no bucket has been idle more than a day'
+);
+set local guestpass.clock_override = '2025-03-11 13:01:01+00';
+select is(
+    (select removed from guestpass.prune_batch('rate_limits', 100, false, array['public'])), 1,
+    'at 13:01:01 test:clock has: pruned'
+);
 select is(
     array(select bucket from guestpass.rate_limits order by 1), array['signup:ip:192.0.2.50'],
     'the other bucket stays'

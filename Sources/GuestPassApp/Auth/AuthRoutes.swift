@@ -56,7 +56,7 @@ struct AuthRoutes: Sendable {
                 limits: SignUpLimits(self.configuration), userAgent: request.headers[.userAgent], sessionID: sessionID,
                 refreshTokenHash: Digest.sha256Hex(refreshToken), as: caller.anonIdentity
             )
-        } catch let error as PostgresError where error.sqlState?.rawValue == "PT401" {
+        } catch let error as PostgresError where error.sqlState == .deviceRevoked {
             throw Self.deviceRevoked
         }
         let user = try SessionUser(

@@ -144,7 +144,19 @@ extension APIError {
         }
     }
 
-    /// PostgREST's SQLSTATE → HTTP table; the code is the SQLSTATE.
+    /// PostgREST's SQLSTATE → HTTP table (`Error.hs` `mapSQLtoHTTP`); the code is the SQLSTATE. The same as PostgREST
+    /// for 42501 (401 as `anon` with `WWW-Authenticate: Bearer`, else 403), 23505 and 23503 (409), 25006 (405), 42883
+    /// and 42P01 (404), `PTxyz` (xyz) and P0001 (400). Deliberate differences, each for a reason:
+    /// - 40001 and 40P01 (serialization failure, deadlock) are 409, not 500: a conflict the client can retry as it is.
+    /// - 57014 (statement timeout) is 503, not 500: the role's time limit, retryable, not a server fault.
+    /// - Classes 08, 53 and 57 (connection, resources, operator intervention; 53400 included, which PostgREST answers
+    ///   500) are 503 `PGRST000` (`database(_:)`): the database is unavailable, retry.
+    /// - A 500 says "Unexpected failure" and nothing of the server's message: internals never reach a client.
+    /// - Client classes are 22, 23, 42, P0, 0A, 2B, 2F, 39 and 44 (400; PostgREST answers 39 and P0 other than P0001
+    ///   with 500); every other class is 500, where PostgREST's default is 400 — our SQL raises nothing else on
+    ///   purpose, so anything else is our bug, logged, and not the client's to fix.
+    /// - A PATCH or DELETE without a filter never reaches SQL: the table routes answer 400 `21000` themselves, as
+    ///   Supabase's `safeupdate` would (PostgREST maps that 21000 to 400 too).
     private static func postgREST(_ error: PostgresError, anonymous: Bool, retryAfter: String?) -> APIError {
         let state = error.sqlState ?? SQLState("XX000")
         var headers: HTTPFields = [:]

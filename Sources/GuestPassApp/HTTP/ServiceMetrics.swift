@@ -56,10 +56,10 @@ func buildMetricsServer(
         let labels = [("pool", entry.name)]
         return (
             pool: entry.pool,
-            open: registry.makeGauge(name: "guestpass_db_pool_open_connections", labels: labels),
-            inUse: registry.makeGauge(name: "guestpass_db_pool_in_use_connections", labels: labels),
-            waiting: registry.makeGauge(name: "guestpass_db_pool_waiters", labels: labels),
-            size: registry.makeGauge(name: "guestpass_db_pool_size", labels: labels)
+            open: poolGauge(registry, "guestpass_db_pool_open_connections", "Connections the pool holds open", labels),
+            inUse: poolGauge(registry, "guestpass_db_pool_in_use_connections", "Connections lent to a request", labels),
+            waiting: poolGauge(registry, "guestpass_db_pool_waiters", "Requests waiting for a connection", labels),
+            size: poolGauge(registry, "guestpass_db_pool_size", "The most connections the pool opens", labels)
         )
     }
     router.get("/metrics") { _, _ -> Response in
@@ -78,4 +78,9 @@ func buildMetricsServer(
     return Application(
         router: router, configuration: .init(address: .hostname(host, port: port), serverName: "guestpass-metrics"), logger: logger
     )
+}
+
+/// A gauge of the pool, named as before (no unit suffix) and with its help text.
+private func poolGauge(_ registry: PrometheusCollectorRegistry, _ name: String, _ help: String, _ labels: [(String, String)]) -> Prometheus.Gauge {
+    registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
 }

@@ -70,6 +70,12 @@ public struct TableBody: Sendable {
 /// inserted rather than updated, or NULL). Identifiers come from the schema cache, values are bound (`TableSQL`); a request
 /// the builders cannot express is a `PostgRESTRefusal`.
 public enum TableStatements {
+    /// The role's `statement_timeout` for the rest of the request transaction (`set_config('role', …)` does not apply a
+    /// role's settings as a login does), so every statement of the request, `count=exact` included, runs under it.
+    public static func statementTimeout(_ value: String) -> PostgresStatement {
+        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [value])
+    }
+
     /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
     public static func read(_ plan: TablePlan) throws -> PostgresStatement {
         var sql = TableSQL()
@@ -155,12 +161,6 @@ public enum TableStatements {
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
         let statement = "DELETE FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
         return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
-    }
-
-    /// The role's `statement_timeout` (`RelationCatalog.statementTimeouts`) for the rest of the request transaction, sent
-    /// before the request's statement: `set_config('role', …)` does not apply a role's settings the way a login does.
-    public static func statementTimeout(_ timeout: String) -> PostgresStatement {
-        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout])
     }
 
     /// `WITH pgrst_source AS (<statement> RETURNING …) SELECT …`: `RETURNING 1` unless the rows are wanted back, so a
