@@ -14,6 +14,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
@@ -57,6 +58,14 @@ let package = Package(
         /// request out; no SQL, no dependencies.
         .target(
             name: "PostgRESTGrammar",
+            swiftSettings: swiftSettings
+        ),
+        /// Supabase Realtime's wire protocol (Phoenix framings `vsn` 1.0.0 objects and 2.0.0 arrays, binary broadcast kinds
+        /// 3 and 4, join configs, binding ids, `postgres_changes` filters, the server's payloads): text and bytes in,
+        /// typed messages out and back; no networking, no SQL.
+        .target(
+            name: "RealtimeProtocol",
+            dependencies: ["GuestPassJSON"],
             swiftSettings: swiftSettings
         ),
         /// Every piece of SQL text the service sends, and the typed calls around it: the server-side functions
@@ -145,8 +154,10 @@ let package = Package(
             name: "GuestPassApp",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
-                "PostgRESTGrammar",
+                "PostgRESTGrammar", "RealtimeProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -36,6 +36,9 @@ public struct AppConfiguration: Sendable {
     public var appleTimeout: Duration = AppleHTTP.defaultTimeout
     /// `db-max-rows`: the most rows a table read returns (`GUESTPASS_DB_MAX_ROWS`, Supabase's 1000 by default).
     public var maxRows = 1000
+    /// The caps of `/realtime/v1/websocket` (`RealtimeSocketLimits`: frame size, sockets per address and app, channels,
+    /// message rate, queue per socket).
+    public var realtimeLimits = RealtimeSocketLimits()
     /// Tokens, sessions and sign-up limits.
     public var auth: AuthConfiguration
     /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, `host:port`, default 127.0.0.1:9464; `off` for none).

@@ -1,5 +1,6 @@
 import GuestPassPostgres
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
 import GuestPassStore
@@ -14,12 +15,17 @@ public func buildApplication(
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
     let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
     let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
+    let tokens = try configuration.tokens
+    let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
     let router = buildRouter(
-        pool: pool, readPool: readPool, tokens: try configuration.tokens, catalog: catalog,
+        pool: pool, readPool: readPool, tokens: tokens, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
-    var services: [any Service] = [pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger)]
+    var services: [any Service] = [
+        pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger),
+        RealtimeChangeFeed(services: realtime, logger: logger),
+    ]
     var pools = [(name: "primary", pool: pool)]
     if let readPool {
         services.append(readPool)
@@ -28,8 +34,18 @@ public func buildApplication(
     if let registry = configuration.metricsRegistry, let address = configuration.metricsAddress {
         services.append(buildMetricsServer(registry: registry, pools: pools, host: address.host, port: address.port, logger: logger))
     }
+    // The Realtime socket's upgrade is decided by a router of its own; what it refuses falls through to `router`.
+    let webSocketRouter = Router(context: AppRequestContext.self)
+    let authenticator = Authenticator(keys: APIKeyResolver(functions: ServerFunctions(pool: pool)), tokens: tokens)
+    RealtimeRoutes(services: realtime, authenticator: authenticator).registerUpgrade(on: webSocketRouter)
     return Application(
         router: router,
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: webSocketRouter,
+            configuration: .init(
+                http1: .init(),
+                ws: .init(maxFrameSize: configuration.realtimeLimits.maxFrameBytes, autoPing: .enabled(timePeriod: .seconds(30)), validateUTF8: true)
+            )),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
@@ -57,6 +73,7 @@ func buildRouter(
     let reads = ReadRouting(primary: pool, replica: readPool, onReplicaFallback: { ServiceMetrics.readReplicaFallback() })
     RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog).register(on: router)
     TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
+    RealtimeRoutes.registerRefusals(authenticator: authenticator, on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

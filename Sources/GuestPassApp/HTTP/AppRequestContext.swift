@@ -1,12 +1,13 @@
 import Foundation
 import GuestPassPostgres
 import Hummingbird
+import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
 
 /// The request context of every route: Hummingbird's core storage, the client's socket address, and the caller once
 /// `AuthenticationMiddleware` has run (routes reach it typed through `CallerContext` / `SignedInContext`).
-public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer of the TCP connection (the load balancer, when there is one).
     public let remoteAddress: SocketAddress?
@@ -24,6 +25,8 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     private let callerRoleBox = NIOLockedValueBox<DatabaseRole?>(nil)
     var callerRole: DatabaseRole? { self.callerRoleBox.withLockedValue { $0 } }
     public var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
+    /// Where the Realtime upgrade route leaves its socket handler (`RealtimeRoutes`).
+    public let webSocket = WebSocketHandlerReference<AppRequestContext>()
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

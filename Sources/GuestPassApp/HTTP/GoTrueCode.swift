@@ -37,6 +37,12 @@ enum GoTrueCode {
     /// 429: a rate limit; `Retry-After` says when.
     static let overRequestRateLimit = "over_request_rate_limit"
     static let providerDisabled = "provider_disabled"
+    /// 429: the Realtime socket limit per address or app is reached.
+    static let realtimeTooManyConnections = "too_many_connections"
+    /// 400: a Realtime socket asked for a `vsn` other than 1.0.0 and 2.0.0.
+    static let realtimeUnsupportedVersion = "unsupported_vsn"
+    /// 426: a plain HTTP request to the Realtime socket's path.
+    static let realtimeUpgradeRequired = "websocket_upgrade_required"
     static let providerUnavailable = "provider_unavailable"
     static let refreshTokenAlreadyUsed = "refresh_token_already_used"
     static let refreshTokenNotFound = "refresh_token_not_found"

@@ -33,7 +33,7 @@ enum ServiceMetrics {
     /// bootstrapped the metrics system.
     private static let counters = NIOLockedValueBox<[String: Metrics.Counter]>([:])
 
-    private static func count(_ label: String, _ dimensions: [(String, String)]) {
+    static func count(_ label: String, _ dimensions: [(String, String)], by amount: Int = 1) {
         let key = dimensions.reduce(label) { $0 + "\u{0}" + $1.0 + "=" + $1.1 }
         let counter = self.counters.withLockedValue { counters in
             if let existing = counters[key] { return existing }
@@ -41,7 +41,7 @@ enum ServiceMetrics {
             counters[key] = made
             return made
         }
-        counter.increment()
+        counter.increment(by: amount)
     }
 }
 

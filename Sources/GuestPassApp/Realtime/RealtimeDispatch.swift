@@ -1,0 +1,180 @@
+import Foundation
+import GuestPassJSON
+import GuestPassPostgres
+import GuestPassStore
+import Logging
+import RealtimeProtocol
+
+/// Delivers one poll's worth of the change log to this process's channels.
+///
+/// Row changes are grouped by table, then the channels bound to that table by identity (role and verified claims):
+/// one `RealtimeVisibility` check per group decides, on the captured images, which changes each identity may see
+/// and which filters they pass, and the group's channels get their events in `seq` order. Groups run concurrently
+/// (at most `concurrentChecks` at a time, so REST keeps most of the pool); a group whose check fails (a policy that
+/// raises, a timeout) costs only its own channels the batch, which they are told with a `system` error, never the
+/// others (Supabase's realtime#2093). A row change whose table has an `app_id` column goes only to channels of that
+/// app, whatever the policies say: the tenant boundary is not left to policy authors.
+struct RealtimeDispatch: Sendable {
+    let services: RealtimeServices
+    let logger: Logger
+    var concurrentChecks = 4
+
+    func deliver(_ changes: [CapturedChange]) async {
+        guard !changes.isEmpty else { return }
+        let subscribers = self.services.hub.subscribers
+        var rowChanges: [CapturedChange] = []
+        for change in changes {
+            switch change.kind {
+            case .broadcast: self.deliverBroadcast(change, to: subscribers)
+            case .presence: self.deliverPresence(change, to: subscribers)
+            case .insert, .update, .delete: rowChanges.append(change)
+            }
+        }
+        RealtimeMetrics.captured(rowChanges.count)
+        guard !rowChanges.isEmpty else { return }
+        var work: [(changes: [CapturedChange], channels: [RealtimeSubscriber])] = []
+        var order: [String] = []
+        var byTable: [String: [CapturedChange]] = [:]
+        for change in rowChanges {
+            let key = (change.schema ?? "") + "." + (change.table ?? "")
+            if byTable[key] == nil { order.append(key) }
+            byTable[key, default: []].append(change)
+        }
+        for key in order {
+            let tableChanges = byTable[key]!
+            let interested = subscribers.filter { channel in channel.bindings.contains { binding in tableChanges.contains(where: binding.wants) } }
+            var groups: [String: [RealtimeSubscriber]] = [:]
+            for channel in interested { groups[channel.identityKey + "\u{0}" + channel.appID.uuidString, default: []].append(channel) }
+            for group in groups.values { work.append((tableChanges, group)) }
+        }
+        await withTaskGroup(of: Void.self) { tasks in
+            var running = 0
+            for item in work {
+                if running == self.concurrentChecks {
+                    await tasks.next()
+                    running -= 1
+                }
+                tasks.addTask { await self.deliver(item.changes, to: item.channels) }
+                running += 1
+            }
+        }
+    }
+
+    /// Checks and delivers one table's changes to one identity's channels.
+    private func deliver(_ tableChanges: [CapturedChange], to channels: [RealtimeSubscriber]) async {
+        let first = channels[0]
+        let relevant = tableChanges.filter { change in
+            (change.appID == nil || change.appID == first.appID) && channels.contains { $0.bindings.contains { $0.wants(change) } }
+        }
+        guard !relevant.isEmpty, let schema = relevant[0].schema, let name = relevant[0].table else { return }
+        var filterIndex: [[RealtimeCondition]: Int] = [:]
+        var filters: [[RealtimeCondition]] = []
+        for binding in channels.flatMap(\.bindings) where filterIndex[binding.conditions] == nil {
+            filterIndex[binding.conditions] = filters.count
+            filters.append(binding.conditions)
+        }
+        // Image 2i is what decides (the new row, or the old one of a DELETE); 2i+1 the old row of an UPDATE.
+        var images: [String] = []
+        for change in relevant {
+            images.append((change.kind == .delete ? change.oldRecord : change.record) ?? "{}")
+            images.append(change.kind == .update ? change.oldRecord ?? "{}" : "{}")
+        }
+        let table: RealtimeTable
+        let verdicts: RealtimeVerdicts
+        do {
+            guard let found = try await self.services.tables.table(schema: schema, name: name, role: first.identity.role) else { return }
+            table = found
+            verdicts = try await RealtimeVisibility.check(
+                pool: self.services.pool, identity: first.identity, table: table, images: images, filters: filters)
+        } catch {
+            RealtimeMetrics.dropped(relevant.count * channels.count)
+            self.logger.warning("realtime: visibility check failed", metadata: ["table": "\(schema).\(name)", "error": "\(error)"])
+            for channel in channels {
+                self.push(
+                    channel, event: "system",
+                    payloadJSON: RealtimePayloads.system(
+                        extension: "postgres_changes", status: "error",
+                        message: "Changes of \(schema).\(name) could not be checked for this subscriber and were not delivered.",
+                        channel: channel.channelName))
+            }
+            return
+        }
+        let columns = RealtimeChangeEvent.columnsJSON(table)
+        for (index, change) in relevant.enumerated() where verdicts.visible[2 * index] {
+            var data: String?
+            for channel in channels {
+                let ids = channel.bindings.filter { binding in
+                    binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!]
+                }.map(\.id)
+                guard !ids.isEmpty else { continue }
+                if data == nil {
+                    data = RealtimeChangeEvent.dataJSON(
+                        change, table: table, columnsJSON: columns, newImage: verdicts.trimmedImages[2 * index],
+                        oldVisible: verdicts.visible[2 * index + 1], oldImage: verdicts.trimmedImages[2 * index + 1])
+                }
+                self.push(channel, event: "postgres_changes", payloadJSON: RealtimePayloads.postgresChanges(ids: ids, dataJSON: data!))
+                RealtimeMetrics.delivered()
+            }
+        }
+    }
+
+    private func deliverBroadcast(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
+        guard let topic = change.topic, let event = change.event else { return }
+        let payload = RealtimePayloads.broadcast(event: event, payloadJSON: change.record ?? "{}")
+        for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
+            if channel.socketID == change.origin && !channel.broadcastSelf { continue }
+            self.push(channel, event: "broadcast", payloadJSON: payload)
+        }
+    }
+
+    private func deliverPresence(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
+        guard let topic = change.topic, let diff = change.record else { return }
+        for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
+            self.push(channel, event: "presence_diff", payloadJSON: diff)
+        }
+    }
+
+    /// A server push (null refs) to one channel.
+    private func push(_ channel: RealtimeSubscriber, event: String, payloadJSON: String) {
+        let frame = RealtimeCodec.encode(joinRef: nil, ref: nil, topic: channel.topic, event: event, payloadJSON: payloadJSON, version: channel.version)
+        if !channel.outbox.enqueue(.text(frame)) { RealtimeMetrics.dropped(1) }
+    }
+}
+
+/// The `data` object of a `postgres_changes` event, as Realtime shapes it.
+enum RealtimeChangeEvent {
+    /// `[{"name":…,"type":…}]` of the columns the role may read, in attribute order.
+    static func columnsJSON(_ table: RealtimeTable) -> String {
+        JSONValue.array(
+            table.columns.filter(\.selectable).map { .object(["name": .string($0.name), "type": .string($0.type)]) }
+        ).jsonText
+    }
+
+    /// `{"schema","table","commit_timestamp","type","columns","record"?,"old_record"?,"errors":null}`. INSERT carries
+    /// `record`, UPDATE both, DELETE `old_record`. The old row of an UPDATE is whole only when the subscriber could see
+    /// it too; otherwise it is cut to the primary key (what Supabase sends by default).
+    static func dataJSON(
+        _ change: CapturedChange, table: RealtimeTable, columnsJSON: String, newImage: String?, oldVisible: Bool, oldImage: String?
+    ) -> String {
+        var text = "{\"schema\":" + JSONValue.string(table.schema).jsonText + ",\"table\":" + JSONValue.string(table.name).jsonText
+        text += ",\"commit_timestamp\":" + JSONValue.string(change.commitTimestamp).jsonText
+        text += ",\"type\":\"" + change.kind.rawValue + "\",\"columns\":" + columnsJSON
+        switch change.kind {
+        case .insert:
+            text += ",\"record\":" + (newImage ?? change.record ?? "{}")
+        case .update:
+            text += ",\"record\":" + (newImage ?? change.record ?? "{}")
+            text += ",\"old_record\":" + (oldVisible ? (oldImage ?? change.oldRecord ?? "{}") : self.primaryKeyOnly(change.oldRecord, table))
+        case .delete:
+            text += ",\"old_record\":" + (newImage ?? change.oldRecord ?? "{}")
+        case .broadcast, .presence:
+            break
+        }
+        return text + ",\"errors\":null}"
+    }
+
+    private static func primaryKeyOnly(_ image: String?, _ table: RealtimeTable) -> String {
+        guard let image, let members = (try? JSONValue.parse(image))?.objectValue else { return "{}" }
+        return JSONValue.object(members.filter { table.primaryKey.contains($0.key) }).jsonText
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import GuestPassCrypto
+import GuestPassJSON
+import GuestPassPostgres
+import GuestPassStore
+import Logging
+import NIOConcurrencyHelpers
+import RealtimeProtocol
+
+/// One client's socket: reads its messages in order and answers them (join, leave, heartbeat, token refresh,
+/// broadcast, presence). Everything it sends goes through its `RealtimeOutbox`; the change feed writes to the same
+/// outbox from outside. An actor, so a socket's messages are handled one at a time, in the order they came.
+actor RealtimeSocket {
+    let id = UUID()
+    let version: RealtimeVersion
+    let apiKey: String
+    let grant: APIKeyGrant
+    let address: String
+    let outbox: RealtimeOutbox
+    let services: RealtimeServices
+    let logger: Logger
+    private var messageWindow = (start: ContinuousClock.now, count: 0)
+    /// When the client last sent anything (read by the idle check without waiting for the actor).
+    nonisolated let lastSeen = NIOLockedValueBox(ContinuousClock.now)
+
+    init(version: RealtimeVersion, apiKey: String, grant: APIKeyGrant, address: String, services: RealtimeServices, logger: Logger) {
+        self.version = version
+        self.apiKey = apiKey
+        self.grant = grant
+        self.address = address
+        self.services = services
+        self.logger = logger
+        self.outbox = RealtimeOutbox(maxFrames: services.limits.outboxFrames, maxBytes: services.limits.outboxBytes)
+    }
+
+    var hub: RealtimeHub { self.services.hub }
+
+    // MARK: Inbound
+
+    /// Handles one WebSocket message; a malformed one closes the socket (1007), as a Phoenix socket does.
+    func receive(text: String) async {
+        guard self.countMessage() else { return }
+        let message: RealtimeMessage
+        do {
+            message = try RealtimeCodec.decode(text: text, version: self.version)
+        } catch {
+            self.outbox.finish(.policy("Malformed message: \(error)"))
+            return
+        }
+        await self.handle(message)
+    }
+
+    /// Handles a binary message (v2 only: a user broadcast push, kind 3).
+    func receive(binary: [UInt8]) async {
+        guard self.countMessage() else { return }
+        guard self.version == .v2, let push = try? RealtimeCodec.decodeBroadcastPush(binary) else {
+            self.outbox.finish(.policy("Malformed binary message"))
+            return
+        }
+        guard case .json(let payload) = push.payload else {
+            // Binary payloads are not relayed yet (the change log holds JSON); say so to the pusher.
+            if push.ref != nil {
+                self.send(
+                    joinRef: push.joinRef, ref: push.ref, topic: push.topic, event: "phx_reply",
+                    payloadJSON: RealtimePayloads.reply(status: "error", responseJSON: RealtimePayloads.reason("binary broadcast payloads are not supported")))
+            }
+            return
+        }
+        await self.broadcast(topic: push.topic, joinRef: push.joinRef, ref: push.ref, event: push.event, payloadJSON: payload.text)
+    }
+
+    private func countMessage() -> Bool {
+        let now = ContinuousClock.now
+        self.lastSeen.withLockedValue { $0 = now }
+        if self.messageWindow.start.duration(to: now) >= .seconds(1) { self.messageWindow = (now, 0) }
+        self.messageWindow.count += 1
+        guard self.messageWindow.count <= self.services.limits.messagesPerSecond else {
+            RealtimeMetrics.refused("messages_per_second")
+            self.outbox.finish(.policy("Too many messages per second"))
+            return false
+        }
+        return true
+    }
+
+    private func handle(_ message: RealtimeMessage) async {
+        switch (message.topic, message.event) {
+        case ("phoenix", "heartbeat"):
+            self.reply(message, status: "ok", response: "{}")
+        case (_, "phx_join"):
+            await self.join(message)
+        case (_, "phx_leave"):
+            await self.leave(message)
+        case (_, "access_token"):
+            await self.refreshToken(message)
+        case (_, "broadcast"):
+            let payload = message.payload.objectValue
+            guard let event = payload?["event"]?.stringValue else {
+                self.reply(message, status: "error", response: RealtimePayloads.reason("broadcast needs an event"))
+                return
+            }
+            await self.broadcast(
+                topic: message.topic, joinRef: message.joinRef, ref: message.ref, event: event,
+                payloadJSON: (payload?["payload"] ?? .object([:])).jsonText)
+        case (_, "presence"):
+            await self.presence(message)
+        default:
+            // Realtime ignores client events it does not know; a push to a topic not joined gets Phoenix's answer.
+            if self.hub.channel(socketID: self.id, topic: message.topic) == nil {
+                self.reply(message, status: "error", response: RealtimePayloads.reason("unmatched topic"))
+            }
+        }
+    }
+
+    // MARK: Sending
+
+    /// Queues a message for the client in its framing.
+    func send(joinRef: String?, ref: String?, topic: String, event: String, payloadJSON: String) {
+        self.outbox.enqueue(
+            .text(RealtimeCodec.encode(joinRef: joinRef, ref: ref, topic: topic, event: event, payloadJSON: payloadJSON, version: self.version)),
+            farewell: .text(
+                RealtimeCodec.encode(
+                    joinRef: joinRef, ref: nil, topic: topic, event: "system",
+                    payloadJSON: RealtimePayloads.system(
+                        extension: "system", status: "error", message: "Too many messages queued: the client is too slow",
+                        channel: String(topic.dropFirst("realtime:".count))), version: self.version)))
+    }
+
+    /// `phx_reply` to `message` with `status` and the response object `response` (JSON text).
+    func reply(_ message: RealtimeMessage, status: String, response: String) {
+        self.send(
+            joinRef: message.joinRef, ref: message.ref, topic: message.topic, event: "phx_reply",
+            payloadJSON: RealtimePayloads.reply(status: status, responseJSON: response))
+    }
+
+    /// Ends a channel on the server's initiative: a `system` error naming why, then `phx_close`, as Realtime does
+    /// (`shutdown_response`); the client does not rejoin on its own.
+    func shutDown(topic: String, joinRef: String?, reason: String) async {
+        guard let subscriber = self.hub.leave(socketID: self.id, topic: topic), subscriber.joinRef == joinRef else { return }
+        self.send(
+            joinRef: joinRef, ref: nil, topic: topic, event: "system",
+            payloadJSON: RealtimePayloads.system(extension: "system", status: "error", message: reason, channel: subscriber.channelName))
+        self.send(joinRef: joinRef, ref: joinRef, topic: topic, event: "phx_close", payloadJSON: "{}")
+        await self.services.presence.leaveAll(of: subscriber)
+        RealtimeMetrics.channelClosed(reason: "shutdown")
+    }
+
+    /// Called when the socket is gone: forgets its channels and their presence.
+    func closed() async {
+        let channels = self.hub.release(socketID: self.id, address: self.address, app: self.grant.appID)
+        for channel in channels { await self.services.presence.leaveAll(of: channel) }
+    }
+}
