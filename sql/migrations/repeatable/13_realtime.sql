@@ -530,3 +530,23 @@ comment on function guestpass_server.realtime_presence_expire() is
     'replica). Safe on several replicas at once: each lease is removed, and its leave logged, by exactly one call.';
 revoke all on function guestpass_server.realtime_presence_expire() from public;
 grant execute on function guestpass_server.realtime_presence_expire() to guestpass_authenticator;
+
+-- Session liveness for the server's periodic check of signed-in subscribers: a channel whose session was signed out,
+-- ended by a device revocation (revoke_device sets the sessions' revoked_at) or deleted with its user is closed.
+create or replace function guestpass_server.realtime_live_sessions(p_sessions uuid[])
+    returns table (session_id uuid)
+    language sql
+    stable
+    security definer
+    set search_path = ''
+    as $$
+    select s.id
+    from guestpass.sessions as s
+    where s.id = any (p_sessions) and s.revoked_at is null
+$$;
+
+comment on function guestpass_server.realtime_live_sessions(uuid[]) is
+    'GuestPass server (as guestpass_authenticator): of the sessions p_sessions, the ones still live (not revoked, '
+    'not deleted with their user). Realtime closes the channels of the others.';
+revoke all on function guestpass_server.realtime_live_sessions(uuid[]) from public;
+grant execute on function guestpass_server.realtime_live_sessions(uuid[]) to guestpass_authenticator;
