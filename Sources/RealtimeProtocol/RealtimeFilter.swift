@@ -98,7 +98,9 @@ public struct RealtimeFilter: Sendable, Equatable {
         }
         var conditions: [Condition] = []
         for segment in segments {
-            conditions.append(try Self.condition(FilterScanner.trimmed(segment)))
+            let condition = FilterScanner.trimmed(segment)
+            guard !condition.isEmpty else { throw Self.failure(text, "filter must not contain empty conditions (check for extra commas)") }
+            conditions.append(try Self.condition(condition))
         }
         return RealtimeFilter(conditions: conditions)
     }
@@ -107,9 +109,6 @@ public struct RealtimeFilter: Sendable, Equatable {
 
     private static func condition(_ segment: ArraySlice<UInt8>) throws(RealtimeProtocolError) -> Condition {
         let text = FilterScanner.string(segment)
-        guard !segment.isEmpty else {
-            throw Self.failure(text, "filter must not contain empty conditions (check for extra commas)")
-        }
         guard let equals = segment.firstIndex(of: UInt8(ascii: "=")) else { throw Self.failure(text, "missing \"=\" after the column") }
         let column = segment[..<equals]
         try Self.checkColumn(column, condition: text)
