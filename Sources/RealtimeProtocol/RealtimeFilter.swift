@@ -15,8 +15,8 @@
 ///   enclose the whole value, as Realtime does).
 /// - `in.(…)`: the value must be wrapped in parentheses; items are separated by commas; an item is either
 ///   double-quoted with backslash escapes (commas, parentheses, spaces and quotes inside; only spaces may follow the
-///   closing quote) or bare text, trimmed of spaces, that holds no `"`. As in PostgREST's in-lists and PostgreSQL's
-///   array literals. `in.()` is the empty list (matches nothing); an empty bare item (`in.(a,,b)`) is an error; at most
+///   closing quote) or bare text, trimmed of spaces, that holds no `"`, `(` or `)` (quote such values, as supabase-swift
+///   and PostgREST's in-lists do). `in.()` is the empty list (matches nothing); an empty bare item (`in.(a,,b)`) is an error; at most
 ///   `maxListValues` (100) items, Realtime's documented cap.
 ///
 /// Bounds and refusals, each an `invalidFilter` error `invalid filter "<condition>": <reason>`: an unterminated quote,
@@ -259,8 +259,8 @@ enum FilterScanner {
                 let end = inside[index...].firstIndex(of: Self.comma) ?? inside.endIndex
                 let item = Self.trimmed(inside[index..<end])
                 guard !item.isEmpty else { throw RealtimeFilter.failure(condition, "empty value in the `in` list (quote it: \"\")") }
-                guard !item.contains(Self.quote) else {
-                    throw RealtimeFilter.failure(condition, "a quote inside an unquoted `in` value (quote the whole value)")
+                guard !item.contains(where: { $0 == Self.quote || $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: ")") }) else {
+                    throw RealtimeFilter.failure(condition, "a quote or parenthesis inside an unquoted `in` value (quote the whole value)")
                 }
                 items.append(Self.string(item))
                 index = end

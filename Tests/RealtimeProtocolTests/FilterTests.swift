@@ -73,7 +73,9 @@ import Testing
         #expect(Self.failure("t=in.(a,,b)")?.message.contains("empty value") == true)
         #expect(Self.failure("t=in.(a,)")?.message.contains("empty value") == true)
         #expect(Self.failure(#"t=in.("a"b)"#)?.message.contains("only a comma may follow") == true)
-        #expect(Self.failure(#"t=in.(a"b)"#)?.code == .invalidFilter)
+        for bare in [#"t=in.(a"b)"#, "t=in.(a(b)", "t=in.((a),b)", "t=in.(a)b)"] {
+            #expect(Self.failure(bare)?.message.contains("inside an unquoted `in` value") == true, "\(bare)")
+        }
         #expect(Self.failure("t=in.a,b")?.message.contains("wrapped in parentheses") == true)
         #expect(Self.failure("t=in.(a")?.message.contains("wrapped in parentheses") == true)
     }

@@ -56,11 +56,11 @@ import Testing
             v1: #"{"topic":"realtime:room1","event":"phx_reply","payload":{"status":"ok","response":{}},"ref":"12","join_ref":"1"}"#,
             v2: #"["1","12","realtime:room1","phx_reply",{"status":"ok","response":{}}]"#)
         Self.expectOutbound(
-            RealtimeOutboundMessage(joinRef: "1", ref: "1", topic: "realtime:room1", event: "phx_close", payload: .emptyObject),
+            .close(topic: "realtime:room1", joinRef: "1"),
             v1: #"{"topic":"realtime:room1","event":"phx_close","payload":{},"ref":"1","join_ref":"1"}"#,
             v2: #"["1","1","realtime:room1","phx_close",{}]"#)
         Self.expectOutbound(
-            RealtimeOutboundMessage(joinRef: "1", ref: "1", topic: "realtime:room1", event: "phx_error", payload: .emptyObject),
+            .channelError(topic: "realtime:room1", joinRef: "1"),
             v1: #"{"topic":"realtime:room1","event":"phx_error","payload":{},"ref":"1","join_ref":"1"}"#,
             v2: #"["1","1","realtime:room1","phx_error",{}]"#)
     }
@@ -169,6 +169,10 @@ import Testing
                 == #"{"schema":"public","table":"t","commit_timestamp":"2026-09-02T10:15:04.512Z","type":"DELETE","columns":[],"old_record":{"id":"0b6e"},"errors":["Error 401: Unauthorized"]}"#
         )
         #expect(RealtimePayload.postgresChanges(ids: [], data: insert).text.hasPrefix(#"{"ids":[],"data":{"#))
+    }
+
+    @Test func framesKnowTheirSize() {
+        #expect(RealtimeFrame.text("é").byteCount == 2 && RealtimeFrame.binary([1, 2, 3]).byteCount == 3)
     }
 
     @Test func stringsAreEscaped() throws {
