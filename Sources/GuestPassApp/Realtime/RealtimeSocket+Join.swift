@@ -119,6 +119,9 @@ extension RealtimeSocket {
             case .delete: .delete
             }
         let schema = binding.schema
+        if let select = binding.select, !select.isEmpty {
+            return .failure(RealtimeRefusal("Column subsets (select) are not supported by this server: subscribe to whole rows."))
+        }
         guard let tableName = binding.table, !tableName.isEmpty, tableName != "*" else {
             return .failure(RealtimeRefusal("A table is required: this server does not subscribe to whole schemas."))
         }
