@@ -49,9 +49,11 @@
 -- empty and every name qualified. Cheap by construction, and it never raises because of the row: no exception block
 -- (a subtransaction per row would cost and would overflow the subtransaction cache of multi-row statements), app_id
 -- is read through the JSON image and cast only when it is a canonical uuid (a text app_id holding anything else gives
--- null). Only a row image over 1 MiB as stored (rare) is converted under an exception block, so that an image jsonb
+-- null). Only a row image over 256 KiB as stored (rare) is converted under an exception block, so that an image jsonb
 -- cannot hold (program_limit_exceeded past 255 MB) leaves that image null instead of failing the write; the server
--- answers such a change with Realtime's "Error 413". NEW and OLD are null where the operation has none (PostgreSQL 11+).
+-- answers such a change with Realtime's "Error 413". The stored size may be compressed: lz4 shrinks at most about 255
+-- times and the JSON of a value is at most about twice its text (bytea as hex), so an image under 256 KiB stored is
+-- under 130 MB of JSON. NEW and OLD are null where the operation has none (PostgreSQL 11+).
 -- Measured on this VM (in-backend, 5,000 one-row insert+update+delete in one session, min of 5): 26 µs per triple
 -- unpublished, about 70 µs with this row trigger, about 85 µs with three statement triggers with transition tables
 -- (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in the transition
@@ -70,7 +72,7 @@ declare
     v_old jsonb;
     v_app text;
 begin
-    if pg_catalog.pg_column_size(NEW) > 1048576 or pg_catalog.pg_column_size(OLD) > 1048576 then
+    if pg_catalog.pg_column_size(NEW) > 262144 or pg_catalog.pg_column_size(OLD) > 262144 then
         -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
         begin
             v_record := pg_catalog.to_jsonb(NEW);
@@ -108,10 +110,13 @@ comment on function guestpass.realtime_capture() is
 revoke all on function guestpass.realtime_capture() from public;
 
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
--- publication. Runs serialised (an advisory transaction lock: migrate and every server replica call it), reads the
--- catalog after taking the lock, and changes each table in its own subtransaction with a lock timeout of 2 s: a table
--- that cannot be locked in time (a long transaction holds it) or changed is skipped with a WARNING, left out of the
--- result, and tried again on the next call; the other tables are still synchronised. The trigger's events are the
+-- publication. Runs serialised (an advisory transaction lock, waited for up to 30 s: migrate and every server replica
+-- call it), reads the catalog after taking the lock, and changes each table in its own subtransaction with a lock
+-- timeout of 2 s (a trigger change locks out the table's writers while it waits): a table that cannot be locked in
+-- time (a long transaction holds it) or changed is skipped with a WARNING, left out of the result, and tried again on
+-- the next call; the other tables are still synchronised. The lock timeouts are set with set_config and the caller's
+-- own is put back before returning (a SET clause would make it the one function of guestpass_server with more than an
+-- empty search_path, 05_guest_identity). The trigger's events are the
 -- publication's (publish = 'insert, update, delete' by default; `alter publication … set (publish = …)` narrows
 -- them). Tables of guestpass's own schemas are never captured (a FOR ALL TABLES publication includes them). A
 -- partitioned table published with publish_via_partition_root gets the trigger on its root (cloned onto every
@@ -122,15 +127,17 @@ create or replace function guestpass_server.realtime_sync()
     volatile
     security definer
     set search_path = ''
-    set lock_timeout = '2s'
     as $$
 declare
+    v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     v_type integer := 0;
     v_events text;
     v_table record;
 begin
     -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
+    perform pg_catalog.set_config('lock_timeout', '30s', true);
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
+    perform pg_catalog.set_config('lock_timeout', '2s', true);
 
     -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
     select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
@@ -183,6 +190,7 @@ begin
                 using errcode = '01000';
         end;
     end loop;
+    perform pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
 
     return query
         select pt.schemaname::text, pt.tablename::text
@@ -203,8 +211,8 @@ $$;
 comment on function guestpass_server.realtime_sync() is
     'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger '
     'guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, '
-    'and removes it from tables no longer published. Idempotent, serialised, no table lock when nothing changes; a '
-    'table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), '
+    'and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no '
+    'table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), '
     'in order: subscribe only to these.';
 revoke all on function guestpass_server.realtime_sync() from public;
 grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
