@@ -52,6 +52,24 @@ CREATE SCHEMA guestpass_server;
 COMMENT ON SCHEMA guestpass_server IS 'GuestPass: entry points the server calls on a caller''s behalf (sign-up, refresh, profile, sign-out, API-key lookup). Functions only, each granted to one request role. Never exposed over the RPC endpoint.';
 
 --
+-- Name: realtime_kind; Type: TYPE; Schema: guestpass; Owner: -
+--
+
+CREATE TYPE guestpass.realtime_kind AS ENUM (
+    'INSERT',
+    'UPDATE',
+    'DELETE',
+    'BROADCAST',
+    'PRESENCE'
+);
+
+--
+-- Name: TYPE realtime_kind; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TYPE guestpass.realtime_kind IS 'GuestPass: what a row of guestpass.realtime_changes is: a table change (INSERT, UPDATE, DELETE, as TG_OP), a BROADCAST or a PRESENCE diff.';
+
+--
 -- Name: app_id(); Type: FUNCTION; Schema: auth; Owner: -
 --
 
@@ -1138,7 +1156,7 @@ begin
     v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
-        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
              then v_app::uuid
         end,
@@ -2196,7 +2214,7 @@ CREATE FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) RETURNS T
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+    select s.snapshot::text, c.seq, c.kind::text, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
            c.record::text, c.old_record::text, c.origin,
            pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     from (select pg_catalog.pg_current_snapshot() as snapshot) as s
@@ -4019,7 +4037,7 @@ COMMENT ON TABLE guestpass.rate_limits IS 'GuestPass: token-bucket state per buc
 CREATE UNLOGGED TABLE guestpass.realtime_changes (
     seq bigint NOT NULL,
     xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    kind text NOT NULL,
+    kind guestpass.realtime_kind NOT NULL,
     schema_name text,
     table_name text,
     app_id uuid,
@@ -4028,13 +4046,7 @@ CREATE UNLOGGED TABLE guestpass.realtime_changes (
     record jsonb,
     old_record jsonb,
     origin uuid,
-    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT realtime_changes_kind_check CHECK ((kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text, 'BROADCAST'::text, 'PRESENCE'::text]))),
-    CONSTRAINT realtime_changes_shape_check CHECK (
-CASE
-    WHEN (kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text])) THEN ((schema_name IS NOT NULL) AND (table_name IS NOT NULL) AND (topic IS NULL) AND (event IS NULL))
-    ELSE ((schema_name IS NULL) AND (table_name IS NULL) AND (app_id IS NOT NULL) AND (topic IS NOT NULL) AND ((event IS NOT NULL) = (kind = 'BROADCAST'::text)))
-END)
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 ALTER TABLE ONLY guestpass.realtime_changes FORCE ROW LEVEL SECURITY;

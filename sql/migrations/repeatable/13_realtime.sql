@@ -54,12 +54,16 @@
 -- answers such a change with Realtime's "Error 413". The stored size may be compressed: lz4 shrinks at most about 255
 -- times and the JSON of a value is at most about twice its text (bytea as hex), so an image under 256 KiB stored is
 -- under 130 MB of JSON. NEW and OLD are null where the operation has none (PostgreSQL 11+).
--- Measured on this VM (in-backend, 5,000 one-row insert+update+delete in one session, min of 5): 26 µs per triple
--- unpublished, about 70 µs with this row trigger, about 85 µs with three statement triggers with transition tables
--- (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in the transition
--- tables, which PostgreSQL does not promise); for one 50,000-row INSERT, about 10 and 8 µs of capture per row. Most
--- requests write one row per statement, so the row trigger, whose cost is one to_jsonb (2 µs) and one insert through
--- SPI (8 µs) per row image.
+-- Row trigger or statement trigger: measured on this VM (2 shared cores), backend CPU as the table owner: one-row
+-- insert+update+delete, 31 µs a triple uncaptured, 70 µs with this row trigger, 80 µs with three statement triggers
+-- with transition tables (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order
+-- in the two transition tables, which PostgreSQL does not promise); one 100,000-row INSERT, 3.1 µs a row uncaptured,
+-- 12.4 with the row trigger, 10.5 with the statement trigger. pgbench in the server's request frame (bench/realtime.sh's
+-- scripts, 8 clients, fsync off, same run, the VM busy with other work: ±5 %): captured / uncaptured 0.80 (row) and 0.73 (statement) for insert+update+delete, 0.82 and 0.86
+-- for a one-row insert, 0.68 and 0.73 for a ten-row insert. Requests mostly write one row per statement, and the row
+-- trigger needs no pairing and one trigger per table: the row trigger. Its cost per row image: one to_jsonb (2 µs)
+-- and one INSERT through SPI (about 6 µs: a one-row INSERT starts an executor each time, which is also why the log
+-- has no CHECK constraint, 0010).
 create or replace function guestpass.realtime_capture()
     returns trigger
     language plpgsql
@@ -91,7 +95,7 @@ begin
     v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
-        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
              then v_app::uuid
         end,
@@ -231,7 +235,7 @@ create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot
     security definer
     set search_path = ''
     as $$
-    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+    select s.snapshot::text, c.seq, c.kind::text, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
            c.record::text, c.old_record::text, c.origin,
            pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     from (select pg_catalog.pg_current_snapshot() as snapshot) as s
