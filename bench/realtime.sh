@@ -5,9 +5,10 @@
 #
 # (1) Capture write cost: what the capture trigger (guestpass.realtime_capture, sql/migrations/repeatable/13_realtime.sql)
 #     costs the writers of a table in the supabase_realtime publication. Two identical tables, public.bench_captured
-#     (published, so realtime_sync puts the trigger on it) and public.bench_uncaptured (not published), shaped like the
-#     example app's public.readings (uuid key, app_id and user_id defaulting to the verified claims, kind, content jsonb,
-#     created_at; row-level security enabled and forced, one policy for authenticated's own rows). pgbench writes them in
+#     (published, so realtime_sync puts the trigger on it) and public.bench_uncaptured (not published), both
+#     `like public.readings including all` (sql/examples: uuid key, app_id and user_id defaulting to the verified
+#     claims, kind, content jsonb, created_at, its checks and indexes; no foreign key), row-level security enabled and
+#     forced, one policy for authenticated's own rows. pgbench writes them in
 #     the request frame the server uses for a table write: one transaction, `BEGIN; set_config('role', 'authenticated',
 #     true), set_config('request.jwt.claims', …, true); <statements>; COMMIT`, as the login role. Three cases, the same
 #     SQL on both tables:
@@ -23,7 +24,7 @@
 #
 # Sets up everything itself and tears it down at exit (bench/lib.sh): a throwaway cluster in .pg/bench-realtime
 # (durable: fsync and synchronous_commit on, as production runs; BENCH_DURABLE=0 for the test clusters' settings), a
-# database, the core migrations and an app (`guestpass dev up`).
+# database, the core migrations and an app (`guestpass dev up`), then sql/examples (`guestpass migrate up --dir`).
 #
 # Environment: BENCH_DURATION (seconds per case and table, default 10), BENCH_ROUNDS (default 2), BENCH_CONNECTIONS
 # (default 8), BENCH_THREADS (pgbench jobs, default 2), BENCH_REALTIME_FRAME (request | bare, default request),
@@ -62,19 +63,13 @@ bench_begin "$ROOT/.pg/bench-realtime"
 bench_create_database
 
 # ---- the two tables, the publication, the trigger
-gp_log "creating public.bench_captured (published) and public.bench_uncaptured"
+gp_log "applying sql/examples (guestpass migrate up --dir sql/examples)"
+"$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
+  { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "applying sql/examples failed"; }
+gp_log "creating public.bench_captured (published) and public.bench_uncaptured, both like public.readings"
 psql_q "$SUPER_URL" >/dev/null <<'SQL'
-create table public.bench_captured (
-    id uuid not null default gen_random_uuid(),
-    app_id uuid not null default auth.app_id(),
-    user_id uuid not null default auth.uid(),
-    kind text not null,
-    content jsonb not null default '{}',
-    created_at timestamptz not null default now(),
-    constraint bench_captured_pkey primary key (id)
-);
-create index bench_captured_user_id_idx on public.bench_captured (user_id);
-create table public.bench_uncaptured (like public.bench_captured including all);
+create table public.bench_captured (like public.readings including all);
+create table public.bench_uncaptured (like public.readings including all);
 do $$
 declare
     v_table text;
@@ -93,7 +88,8 @@ $$;
 alter publication supabase_realtime add table public.bench_captured;
 SQL
 CAPTURED="$(psql_q "$SUPER_URL" -Atc "select string_agg(schema_name || '.' || table_name, ',') from guestpass_server.realtime_sync()")"
-[ "$CAPTURED" = public.bench_captured ] || gp_die "realtime_sync captured '$CAPTURED', not public.bench_captured"
+[[ ",$CAPTURED," == *,public.bench_captured,* && ",$CAPTURED," != *,public.bench_uncaptured,* ]] ||
+  gp_die "realtime_sync captured '$CAPTURED': not public.bench_captured alone of the two"
 
 # ---- the pgbench scripts: the same SQL on each table, in the request frame (or bare, as the owner)
 USER_ID=00000000-0000-4000-8000-00000000be01

@@ -1173,6 +1173,47 @@ $_$;
 COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 
 --
+-- Name: realtime_capture_state(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_capture_state() RETURNS TABLE(table_oid oid, wanted boolean, present boolean, current boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    with publication as (
+        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+               | (case when p.pubupdate then 16 else 0 end) as tgtype
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime'
+    ),
+    wanted as (
+        select c.oid
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and (select p.tgtype from publication as p) <> 1
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    present as (
+        select t.tgrelid as oid,
+               t.tgtype = (select p.tgtype from publication as p)
+               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
+        from pg_catalog.pg_trigger as t
+        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
+    from wanted as w
+    full join present as p on p.oid = w.oid
+$$;
+
+--
+-- Name: FUNCTION realtime_capture_state(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_capture_state() IS 'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the published insert/update/delete events, guestpass.realtime_capture(), enabled).';
+
+--
 -- Name: realtime_presence_meta(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -2449,7 +2490,6 @@ CREATE FUNCTION guestpass_server.realtime_sync() RETURNS TABLE(schema_name text,
     AS $$
 declare
     v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
-    v_type integer := 0;
     v_events text;
     v_table record;
 begin
@@ -2458,37 +2498,16 @@ begin
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
     perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-           | (case when p.pubupdate then 16 else 0 end),
-           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
                      case when p.pubdelete then 'delete' end)
-    into v_type, v_events
+    into v_events
     from pg_catalog.pg_publication as p
     where p.pubname = 'supabase_realtime';
-    v_type := coalesce(v_type, 0);
 
     for v_table in
-        with wanted as (
-            select c.oid
-            from pg_catalog.pg_publication_tables as pt
-            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-            where pt.pubname = 'supabase_realtime'
-              and v_type <> 0
-              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-        ),
-        present as (
-            select t.tgrelid as oid,
-                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-                   and t.tgenabled <> 'D' as current
-            from pg_catalog.pg_trigger as t
-            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-        )
-        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
-        from wanted as w
-        full join present as p on p.oid = w.oid
-        where w.oid is null or p.oid is null or not p.current
+        select s.table_oid::pg_catalog.regclass as name, s.wanted
+        from guestpass.realtime_capture_state() as s
+        where not (s.wanted and s.current)
     loop
         begin
             if v_table.wanted then
@@ -2496,33 +2515,25 @@ begin
                 execute pg_catalog.format(
                     'create or replace trigger guestpass_realtime_capture after %s on %s '
                     'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.oid::pg_catalog.regclass
+                    v_events, v_table.name
                 );
             else
-                execute pg_catalog.format(
-                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
-                );
+                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
             end if;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
-                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
                 using errcode = '01000';
         end;
     end loop;
     perform pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
 
     return query
-        select pt.schemaname::text, pt.tablename::text
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        join pg_catalog.pg_trigger as t
-          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-         and t.tgenabled <> 'D'
-        where pt.pubname = 'supabase_realtime'
-          and v_type <> 0
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        select n.nspname::text, c.relname::text
+        from guestpass.realtime_capture_state() as s
+        join pg_catalog.pg_class as c on c.oid = s.table_oid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where s.wanted and s.current
         order by 1, 2;
 end
 $$;
@@ -5348,6 +5359,12 @@ REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precis
 --
 
 REVOKE ALL ON FUNCTION guestpass.realtime_capture() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_capture_state(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_capture_state() FROM PUBLIC;
 
 --
 -- Name: FUNCTION realtime_presence_meta(p_meta jsonb, p_ref text); Type: ACL; Schema: guestpass; Owner: -

@@ -662,6 +662,7 @@ select is(
     ),
     array[
         'guestpass.realtime_capture() ',
+        'guestpass.realtime_capture_state() ',
         'guestpass.realtime_presence_meta(jsonb,text) ',
         'guestpass_server.realtime_broadcast(uuid,text,text,jsonb,uuid) guestpass_authenticator',
         'guestpass_server.realtime_poll(pg_snapshot) guestpass_authenticator',

@@ -56,14 +56,14 @@
 -- under 130 MB of JSON. NEW and OLD are null where the operation has none (PostgreSQL 11+).
 -- Row trigger or statement trigger: measured on this VM (2 shared cores), backend CPU as the table owner: one-row
 -- insert+update+delete, 31 µs a triple uncaptured, 70 µs with this row trigger, 80 µs with three statement triggers
--- with transition tables (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order
--- in the two transition tables, which PostgreSQL does not promise); one 100,000-row INSERT, 3.1 µs a row uncaptured,
--- 12.4 with the row trigger, 10.5 with the statement trigger. pgbench in the server's request frame (bench/realtime.sh's
--- scripts, 8 clients, fsync off, same run, the VM busy with other work: ±5 %): captured / uncaptured 0.80 (row) and 0.73 (statement) for insert+update+delete, 0.82 and 0.86
--- for a one-row insert, 0.68 and 0.73 for a ten-row insert. Requests mostly write one row per statement, and the row
--- trigger needs no pairing and one trigger per table: the row trigger. Its cost per row image: one to_jsonb (2 µs)
--- and one INSERT through SPI (about 6 µs: a one-row INSERT starts an executor each time, which is also why the log
--- has no CHECK constraint, 0010).
+-- with transition tables (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in
+-- the two transition tables, which PostgreSQL does not promise); one 100,000-row INSERT, 3.1 µs a row uncaptured, 12.4
+-- with the row trigger, 10.5 with the statement trigger. pgbench in the server's request frame (bench/realtime.sh's
+-- scripts, 8 clients, fsync off, same run, the VM busy with other work: ±5 %): captured / uncaptured 0.80 (row) and
+-- 0.73 (statement) for insert+update+delete, 0.82 and 0.86 for a one-row insert, 0.68 and 0.73 for a ten-row insert.
+-- Requests mostly write one row per statement, and the row trigger needs no pairing and one trigger per table: the row
+-- trigger. Its cost per row image: one to_jsonb (2 µs) and one INSERT through SPI (about 6 µs: a one-row INSERT starts
+-- an executor each time, which is also why the log has no CHECK constraint, 0010).
 create or replace function guestpass.realtime_capture()
     returns trigger
     language plpgsql
@@ -113,6 +113,49 @@ comment on function guestpass.realtime_capture() is
     'a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 revoke all on function guestpass.realtime_capture() from public;
 
+-- What realtime_sync compares: every table that is published (wanted: in supabase_realtime, outside GuestPass's own
+-- schemas, with at least one of insert, update, delete published) or carries the trigger (present; clones on
+-- partitions are not counted: they follow their root), and whether its trigger is current (the published events,
+-- the capture function, not disabled).
+create or replace function guestpass.realtime_capture_state()
+    returns table (table_oid oid, wanted boolean, present boolean, current boolean)
+    language sql
+    stable
+    as $$
+    with publication as (
+        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+               | (case when p.pubupdate then 16 else 0 end) as tgtype
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime'
+    ),
+    wanted as (
+        select c.oid
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and (select p.tgtype from publication as p) <> 1
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    present as (
+        select t.tgrelid as oid,
+               t.tgtype = (select p.tgtype from publication as p)
+               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
+        from pg_catalog.pg_trigger as t
+        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
+    from wanted as w
+    full join present as p on p.oid = w.oid
+$$;
+
+comment on function guestpass.realtime_capture_state() is
+    'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas '
+    'never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the '
+    'published insert/update/delete events, guestpass.realtime_capture(), enabled).';
+revoke all on function guestpass.realtime_capture_state() from public;
+
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
 -- publication. Runs serialised (an advisory transaction lock, waited for up to 30 s: migrate and every server replica
 -- call it), reads the catalog after taking the lock, and changes each table in its own subtransaction with a lock
@@ -120,11 +163,11 @@ revoke all on function guestpass.realtime_capture() from public;
 -- time (a long transaction holds it) or changed is skipped with a WARNING, left out of the result, and tried again on
 -- the next call; the other tables are still synchronised. The lock timeouts are set with set_config and the caller's
 -- own is put back before returning (a SET clause would make it the one function of guestpass_server with more than an
--- empty search_path, 05_guest_identity). The trigger's events are the
--- publication's (publish = 'insert, update, delete' by default; `alter publication … set (publish = …)` narrows
--- them). Tables of guestpass's own schemas are never captured (a FOR ALL TABLES publication includes them). A
--- partitioned table published with publish_via_partition_root gets the trigger on its root (cloned onto every
--- partition, which report their own names); otherwise the publication lists the partitions themselves.
+-- empty search_path, 05_guest_identity). The trigger's events are the publication's (publish = 'insert, update,
+-- delete' by default; `alter publication … set (publish = …)` narrows them). Tables of GuestPass's own schemas are
+-- never captured (a FOR ALL TABLES publication includes them). A partitioned table published with
+-- publish_via_partition_root gets the trigger on its root (cloned onto every partition, which report their own
+-- names); otherwise the publication lists the partitions themselves.
 create or replace function guestpass_server.realtime_sync()
     returns table (schema_name text, table_name text)
     language plpgsql
@@ -134,7 +177,6 @@ create or replace function guestpass_server.realtime_sync()
     as $$
 declare
     v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
-    v_type integer := 0;
     v_events text;
     v_table record;
 begin
@@ -143,37 +185,16 @@ begin
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
     perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-           | (case when p.pubupdate then 16 else 0 end),
-           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
                      case when p.pubdelete then 'delete' end)
-    into v_type, v_events
+    into v_events
     from pg_catalog.pg_publication as p
     where p.pubname = 'supabase_realtime';
-    v_type := coalesce(v_type, 0);
 
     for v_table in
-        with wanted as (
-            select c.oid
-            from pg_catalog.pg_publication_tables as pt
-            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-            where pt.pubname = 'supabase_realtime'
-              and v_type <> 0
-              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-        ),
-        present as (
-            select t.tgrelid as oid,
-                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-                   and t.tgenabled <> 'D' as current
-            from pg_catalog.pg_trigger as t
-            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-        )
-        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
-        from wanted as w
-        full join present as p on p.oid = w.oid
-        where w.oid is null or p.oid is null or not p.current
+        select s.table_oid::pg_catalog.regclass as name, s.wanted
+        from guestpass.realtime_capture_state() as s
+        where not (s.wanted and s.current)
     loop
         begin
             if v_table.wanted then
@@ -181,33 +202,25 @@ begin
                 execute pg_catalog.format(
                     'create or replace trigger guestpass_realtime_capture after %s on %s '
                     'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.oid::pg_catalog.regclass
+                    v_events, v_table.name
                 );
             else
-                execute pg_catalog.format(
-                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
-                );
+                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
             end if;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
-                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
                 using errcode = '01000';
         end;
     end loop;
     perform pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
 
     return query
-        select pt.schemaname::text, pt.tablename::text
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        join pg_catalog.pg_trigger as t
-          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-         and t.tgenabled <> 'D'
-        where pt.pubname = 'supabase_realtime'
-          and v_type <> 0
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        select n.nspname::text, c.relname::text
+        from guestpass.realtime_capture_state() as s
+        join pg_catalog.pg_class as c on c.oid = s.table_oid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where s.wanted and s.current
         order by 1, 2;
 end
 $$;
@@ -216,8 +229,8 @@ comment on function guestpass_server.realtime_sync() is
     'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger '
     'guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, '
     'and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no '
-    'table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), '
-    'in order: subscribe only to these.';
+    'table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the '
+    'captured tables (schema_name, table_name), in order: subscribe only to these.';
 revoke all on function guestpass_server.realtime_sync() from public;
 grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
 
