@@ -63,9 +63,7 @@ bench_begin "$ROOT/.pg/bench-realtime"
 bench_create_database
 
 # ---- the two tables, the publication, the trigger
-gp_log "applying sql/examples (guestpass migrate up --dir sql/examples)"
-"$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
-  { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "applying sql/examples failed"; }
+bench_apply_examples
 gp_log "creating public.bench_captured (published) and public.bench_uncaptured, both like public.readings"
 psql_q "$SUPER_URL" >/dev/null <<'SQL'
 create table public.bench_captured (like public.readings including all);
