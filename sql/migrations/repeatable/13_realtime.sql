@@ -237,7 +237,9 @@ grant execute on function guestpass_server.realtime_sync() to guestpass_authenti
 -- The poll: one statement (a SQL function reads with its caller's snapshot), so the snapshot it returns is the one
 -- its rows were read with. Always at least one row: with no new change (or p_previous null, the first poll), one row
 -- carrying only the snapshot, its other columns null; otherwise one row per change, in seq order, each carrying the
--- same snapshot. Pass that snapshot as p_previous to the next poll.
+-- same snapshot. Pass that snapshot as p_previous to the next poll. Call it in a transaction of its own that has
+-- written nothing (autocommit, as the login role): a transaction's own uncommitted rows are visible to it and would
+-- come in every poll it makes.
 create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot)
     returns table (
         snapshot text, seq bigint, kind text, schema_name text, table_name text, app_id uuid, topic text, event text,
