@@ -7,6 +7,7 @@
 #   bench_build                                    # release build (unless BENCH_SKIP_BUILD=1) → BIN
 #   bench_begin "$ROOT/.pg/bench"                  # WORK dir + teardown trap, for that cluster
 #   bench_create_database                          # cluster, then `guestpass dev up` (database, migrations, app, key)
+#   bench_apply_examples                           # sql/examples on it (`guestpass migrate up --dir sql/examples`)
 #   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
 #                                                  # (every server started is stopped at exit)
 #   bench_sign_up_users URL N                      # N guests over HTTP → $WORK/tokens.lua, $WORK/claims-<i>.json
@@ -120,6 +121,13 @@ bench_create_database() {
   APP_ID="$(gp_json_field "$WORK/stack.json" apps 0 app_id)"
   PUBLISHABLE_KEY="$(gp_json_field "$WORK/stack.json" apps 0 publishable_key)"
   [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "guestpass dev up printed no app id"
+}
+
+# ---- the example app's schema (sql/examples) on the bench database, as `guestpass dev up --dir sql/examples` would
+bench_apply_examples() {
+  gp_log "applying sql/examples (guestpass migrate up --dir sql/examples)"
+  "$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
+    { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "applying sql/examples failed"; }
 }
 
 # ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger, logging JSON

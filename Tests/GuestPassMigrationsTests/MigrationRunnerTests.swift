@@ -82,6 +82,45 @@ struct MigrationRunnerTests {
 
     // MARK: 3. Edited and missing files
 
+    @Test("migrate puts Realtime's capture trigger on exactly the tables an app's migrations publish")
+    func realtimeSyncAfterMigrations() async throws {
+        try await CoreRoles.ensure()
+        let core = try MigrationSet.core()
+        let app = try MigrationFolder()
+        try app.write(
+            "0001_create_notes.sql",
+            """
+            create table public.notes (id int primary key, body text);
+            alter table public.notes enable row level security, force row level security;
+            alter publication supabase_realtime add table public.notes;
+
+            """
+        )
+        let captured = """
+            select count(*) from pg_trigger
+            where tgrelid = 'public.notes'::regclass and tgname = 'guestpass_realtime_capture'
+            """
+        try await withEmptyDatabase { (_, pool) async throws in
+            let runner = makeRunner(pool)
+            _ = try await runner.up(core: core, app: try app.loadSet(.app))
+            #expect(try await count(pool, captured) == 1, "the published table is captured when migrate returns")
+            try await pool.execute("insert into public.notes values (1, 'hello')")
+            #expect(
+                try await count(pool, "select count(*) from guestpass.realtime_changes where table_name = 'notes' and kind = 'INSERT'") == 1
+            )
+
+            // A later file takes it out of the publication: the trigger goes with the next run.
+            try app.write("0002_unpublish_notes.sql", "alter publication supabase_realtime drop table public.notes;\n")
+            _ = try await runner.up(core: core, app: try app.loadSet(.app))
+            #expect(try await count(pool, captured) == 0, "a table that left the publication is no longer captured")
+
+            // By hand, then a run with nothing to apply: the sync runs anyway.
+            try await pool.execute("alter publication supabase_realtime add table public.notes")
+            #expect(try await runner.up(core: core, app: try app.loadSet(.app)).applied.isEmpty)
+            #expect(try await count(pool, captured) == 1, "every run leaves the triggers matching the publication")
+        }
+    }
+
     @Test("an applied file that was edited is refused, and nothing else is applied")
     func editedFileRefused() async throws {
         let folder = try MigrationFolder()
