@@ -173,6 +173,7 @@ select is(
         'guestpass_server.merge_guest to authenticated',
         -- Realtime (13_realtime.sql): the server calls these as its login role, outside request transactions.
         'guestpass_server.realtime_broadcast to guestpass_authenticator',
+        'guestpass_server.realtime_live_sessions to guestpass_authenticator',
         'guestpass_server.realtime_poll to guestpass_authenticator',
         'guestpass_server.realtime_presence_expire to guestpass_authenticator',
         'guestpass_server.realtime_presence_renew to guestpass_authenticator',

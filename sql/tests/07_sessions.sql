@@ -4,7 +4,7 @@
 -- HMAC-derived tokens. Fixtures: apps X and Y; in X, guest G (device D, sessions 5a1…5a5) and guest H (device H,
 -- sessions 5b1, 5b2).
 begin;
-select plan(57);
+select plan(59);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -333,6 +333,26 @@ reset role;
 set local role service_role;
 select throws_ok(
     $$select guestpass_server.resolve_api_key('x')$$, '42501', null, 'service_role cannot call the server functions'
+);
+reset role;
+
+-- Realtime's session check (13_realtime.sql): of the sessions asked about, the live ones; a revoked one and one that
+-- never existed are not.
+update guestpass.sessions set revoked_at = null where id = '00000000-0000-4000-8000-0000000005b1';
+update guestpass.sessions set revoked_at = now() where id = '00000000-0000-4000-8000-0000000005a4';
+set local role guestpass_authenticator;
+select results_eq(
+    $$select session_id from guestpass_server.realtime_live_sessions(array[
+        '00000000-0000-4000-8000-0000000005b1', '00000000-0000-4000-8000-0000000005a4',
+        '00000000-0000-4000-8000-00000000ffff']::uuid[]) order by 1$$,
+    $$values ('00000000-0000-4000-8000-0000000005b1'::uuid)$$,
+    'realtime_live_sessions keeps the live session and drops the revoked and the unknown one'
+);
+reset role;
+set local role authenticated;
+select throws_ok(
+    $$select * from guestpass_server.realtime_live_sessions(array[]::uuid[])$$, '42501', null,
+    'a request role cannot call the realtime session check'
 );
 reset role;
 

@@ -665,6 +665,7 @@ select is(
         'guestpass.realtime_capture_state() ',
         'guestpass.realtime_presence_meta(jsonb,text) ',
         'guestpass_server.realtime_broadcast(uuid,text,text,jsonb,uuid) guestpass_authenticator',
+        'guestpass_server.realtime_live_sessions(uuid[]) guestpass_authenticator',
         'guestpass_server.realtime_poll(pg_snapshot) guestpass_authenticator',
         'guestpass_server.realtime_presence_expire() guestpass_authenticator',
         'guestpass_server.realtime_presence_renew(uuid,interval) guestpass_authenticator',
