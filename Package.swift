@@ -220,6 +220,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RealtimeProtocolTests",
+            dependencies: ["RealtimeProtocol", "GuestPassJSON"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "GuestPassCryptoTests",
             dependencies: ["GuestPassCrypto"],
             exclude: ["crosscheck.py"],

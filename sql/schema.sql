@@ -1107,6 +1107,73 @@ $$;
 COMMENT ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) IS 'GuestPass internal: raises PT429 ''rate limit exceeded'' with the whole seconds to wait (rounded up) as detail when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server turns it into HTTP 429 with Retry-After.';
 
 --
+-- Name: realtime_capture(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_capture() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+    v_record jsonb;
+    v_old jsonb;
+    v_app text;
+begin
+    if pg_catalog.pg_column_size(NEW) > 1048576 or pg_catalog.pg_column_size(OLD) > 1048576 then
+        -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
+        begin
+            v_record := pg_catalog.to_jsonb(NEW);
+        exception when others then
+            v_record := null;
+        end;
+        begin
+            v_old := pg_catalog.to_jsonb(OLD);
+        exception when others then
+            v_old := null;
+        end;
+    else
+        v_record := pg_catalog.to_jsonb(NEW);
+        v_old := pg_catalog.to_jsonb(OLD);
+    end if;
+    v_app := coalesce(v_record, v_old) ->> 'app_id';
+    insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
+    values (
+        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
+             then v_app::uuid
+        end,
+        v_record, v_old
+    );
+    return null;
+end
+$_$;
+
+--
+-- Name: FUNCTION realtime_capture(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
+
+--
+-- Name: realtime_presence_meta(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_presence_meta(p_meta jsonb, p_ref text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    select case when pg_catalog.jsonb_typeof(p_meta) = 'object'
+                then p_meta || pg_catalog.jsonb_build_object('phx_ref', p_ref)
+                else pg_catalog.jsonb_build_object('phx_ref', p_ref)
+           end
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_meta(p_meta jsonb, p_ref text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_presence_meta(p_meta jsonb, p_ref text) IS 'GuestPass internal: a presence meta as sent to clients: p_meta (a JSON object) with "phx_ref": p_ref; a meta that is not an object becomes {"phx_ref": p_ref}. Inlinable: one expression, no SET clause.';
+
+--
 -- Name: refuse_argument(text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -2102,6 +2169,367 @@ $_$;
 --
 
 COMMENT ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) IS 'GuestPass server: merges a guest into the caller''s account (claims sub and app_id). The guest is proven by its refresh token: p_token_hash (lowercase hex SHA-256) of a live token of live session p_session_id in the caller''s app. Moves every row referencing the guest''s public.users.id in public and p_schemas (from the catalog) to the caller, the credits through the ledger (merge_out / merge_in, idempotency key merge:<guest>), each day''s usage (added), the welcome-grant mark; runs public.guestpass_on_merge(p_from, p_to) when the app defines it; deletes the guest with its sessions. Returns status merged with the guest id, the credits moved, the account''s balance and the rows moved per table; or refresh_token_not_found (unknown, revoked, another app''s, or already merged), same_user, not_a_guest (the token''s user is not anonymous), changing nothing. A unique-key conflict raises 23505 and rolls everything back. Both users are locked in id order first: concurrent merges of one guest run one at a time.';
+
+--
+-- Name: realtime_broadcast(uuid, text, text, jsonb, uuid); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    insert into guestpass.realtime_changes (kind, app_id, topic, event, record, origin)
+    values ('BROADCAST', p_app, p_topic, p_event, p_payload, p_origin)
+$$;
+
+--
+-- Name: FUNCTION realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid) IS 'GuestPass server (as guestpass_authenticator): logs a broadcast of p_event with p_payload on p_topic of app p_app, sent by server replica p_origin, for every replica''s poll to deliver (the sender skips its own). p_app, p_topic and p_event must not be null.';
+
+--
+-- Name: realtime_live_sessions(uuid[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_live_sessions(p_sessions uuid[]) RETURNS TABLE(session_id uuid)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select s.id
+    from guestpass.sessions as s
+    where s.id = any (p_sessions) and s.revoked_at is null
+$$;
+
+--
+-- Name: FUNCTION realtime_live_sessions(p_sessions uuid[]); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_live_sessions(p_sessions uuid[]) IS 'GuestPass server (as guestpass_authenticator): of the sessions p_sessions, the ones still live (not revoked, not deleted with their user). Realtime closes the channels of the others.';
+
+--
+-- Name: realtime_poll(pg_snapshot); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) RETURNS TABLE(snapshot text, seq bigint, kind text, schema_name text, table_name text, app_id uuid, topic text, event text, record text, old_record text, origin uuid, commit_timestamp text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+           c.record::text, c.old_record::text, c.origin,
+           pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    from (select pg_catalog.pg_current_snapshot() as snapshot) as s
+    left join guestpass.realtime_changes as c
+        on p_previous is not null
+       and c.xid >= pg_catalog.pg_snapshot_xmin(p_previous)
+       and not pg_catalog.pg_visible_in_snapshot(c.xid, p_previous)
+    order by c.seq
+$$;
+
+--
+-- Name: FUNCTION realtime_poll(p_previous pg_snapshot); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) IS 'GuestPass server (as guestpass_authenticator, on the primary): the changes committed since the snapshot p_previous, in seq order, each row carrying the new snapshot (pass it as the next p_previous); with none, or with p_previous null (a replica''s first poll), one row with only the snapshot (seq null). Every committed transaction''s rows come in exactly one poll of a chain, an aborted one''s never. record and old_record are JSON text; commit_timestamp is the time the row was written, UTC, e.g. 2025-01-31T10:00:00.123Z.';
+
+--
+-- Name: realtime_presence_expire(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_presence_expire() RETURNS TABLE(app_id uuid, topic text, presence_key text, phx_ref text, replica uuid)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    with gone as (
+        delete from guestpass.realtime_presence as p
+        where p.lease_until < guestpass.clock()
+        returning p.app_id, p.topic, p.presence_key, p.phx_ref, p.replica, p.meta, p.tracked_at
+    ),
+    by_key as (
+        select g.app_id, g.topic, g.presence_key,
+               pg_catalog.jsonb_agg(guestpass.realtime_presence_meta(g.meta, g.phx_ref) order by g.tracked_at, g.phx_ref)
+                   as metas
+        from gone as g
+        group by g.app_id, g.topic, g.presence_key
+    ),
+    logged as (
+        insert into guestpass.realtime_changes (kind, app_id, topic, record)
+        select 'PRESENCE', k.app_id, k.topic,
+               pg_catalog.jsonb_build_object(
+                   'joins', '{}'::jsonb,
+                   'leaves', pg_catalog.jsonb_object_agg(k.presence_key, pg_catalog.jsonb_build_object('metas', k.metas))
+               )
+        from by_key as k
+        group by k.app_id, k.topic
+        returning 1
+    )
+    select g.app_id, g.topic, g.presence_key, g.phx_ref, g.replica
+    from gone as g
+    order by g.app_id, g.topic, g.presence_key, g.phx_ref
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_expire(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_presence_expire() IS 'GuestPass server (as guestpass_authenticator): deletes every presence lease past due and logs one PRESENCE leave diff per app and topic (origin null); returns the removed metas (app_id, topic, presence_key, phx_ref, replica). Safe on several replicas at once: each lease is removed, and its leave logged, by exactly one call.';
+
+--
+-- Name: realtime_presence_renew(uuid, interval); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    with renewed as (
+        update guestpass.realtime_presence as p
+        set lease_until = guestpass.clock() + p_lease
+        where p.replica = p_replica
+        returning 1
+    )
+    select count(*)::integer from renewed
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_renew(p_replica uuid, p_lease interval); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval) IS 'GuestPass server (as guestpass_authenticator): extends every lease of replica p_replica to now + p_lease and returns how many; fewer than the replica tracks means the others expired or were lost: track them again.';
+
+--
+-- Name: realtime_presence_state(uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_presence_state(p_app uuid, p_topic text) RETURNS TABLE(presence_key text, phx_ref text, meta text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    select p.presence_key, p.phx_ref, guestpass.realtime_presence_meta(p.meta, p.phx_ref)::text
+    from guestpass.realtime_presence as p
+    where p.app_id = p_app and p.topic = p_topic
+    order by p.presence_key, p.tracked_at, p.phx_ref
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_state(p_app uuid, p_topic text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_presence_state(p_app uuid, p_topic text) IS 'GuestPass server (as guestpass_authenticator): every meta tracked on topic p_topic of app p_app, by presence key and then oldest first: (presence_key, phx_ref, meta) with meta the JSON text of the meta with its phx_ref.';
+
+--
+-- Name: realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval DEFAULT '00:00:30'::interval) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_until timestamptz := guestpass.clock() + coalesce(p_lease, interval '30 seconds');
+begin
+    update guestpass.realtime_presence as p
+    set replica = p_replica, lease_until = v_until
+    where p.app_id = p_app and p.topic = p_topic and p.presence_key = p_key and p.phx_ref = p_ref
+      and p.meta = coalesce(p_meta, '{}');
+    if found then
+        return false;
+    end if;
+    insert into guestpass.realtime_presence as p (app_id, topic, presence_key, phx_ref, replica, meta, lease_until)
+    values (p_app, p_topic, p_key, p_ref, p_replica, coalesce(p_meta, '{}'), v_until)
+    on conflict on constraint realtime_presence_pkey do update
+        set replica = excluded.replica, meta = excluded.meta, lease_until = excluded.lease_until;
+    insert into guestpass.realtime_changes (kind, app_id, topic, record, origin)
+    values (
+        'PRESENCE', p_app, p_topic,
+        pg_catalog.jsonb_build_object(
+            'joins', pg_catalog.jsonb_build_object(p_key, pg_catalog.jsonb_build_object(
+                'metas', pg_catalog.jsonb_build_array(guestpass.realtime_presence_meta(coalesce(p_meta, '{}'), p_ref))
+            )),
+            'leaves', '{}'::jsonb
+        ),
+        p_replica
+    );
+    return true;
+end
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval) IS 'GuestPass server (as guestpass_authenticator): replica p_replica tracks meta p_meta (a JSON object) of key p_key on topic p_topic of app p_app under phx_ref p_ref, leased for p_lease (default 30 s; renew with realtime_presence_renew). Logs a PRESENCE join {"joins":{key:{"metas":[meta + phx_ref]}},"leaves":{}} with origin p_replica and returns true, unless that ref already holds that payload (then only the lease is renewed: false).';
+
+--
+-- Name: realtime_presence_untrack(uuid, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    with gone as (
+        delete from guestpass.realtime_presence as p
+        where p.app_id = p_app and p.topic = p_topic and p.presence_key = p_key and p.phx_ref = p_ref
+          and p.replica = p_replica
+        returning p.meta, p.phx_ref
+    ),
+    logged as (
+        insert into guestpass.realtime_changes (kind, app_id, topic, record, origin)
+        select 'PRESENCE', p_app, p_topic,
+               pg_catalog.jsonb_build_object(
+                   'joins', '{}'::jsonb,
+                   'leaves', pg_catalog.jsonb_build_object(p_key, pg_catalog.jsonb_build_object(
+                       'metas', pg_catalog.jsonb_build_array(guestpass.realtime_presence_meta(g.meta, g.phx_ref))
+                   ))
+               ),
+               p_replica
+        from gone as g
+        returning 1
+    )
+    select exists (select 1 from logged)
+$$;
+
+--
+-- Name: FUNCTION realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text) IS 'GuestPass server (as guestpass_authenticator): replica p_replica stops tracking the meta of ref p_ref (key p_key, topic p_topic, app p_app); logs a PRESENCE leave {"joins":{},"leaves":{key:{"metas":[meta + phx_ref]}}} with origin p_replica and returns true, or returns false when the replica held no such meta.';
+
+--
+-- Name: realtime_prune(interval); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_prune(p_retention interval) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+    v_now timestamptz := guestpass.clock();
+    v_mark timestamptz;
+    v_horizon xid8;
+    v_count bigint;
+begin
+    if p_retention is null or p_retention < interval '0' then
+        raise exception using errcode = '22023', message = 'the retention must be a positive interval';
+    end if;
+    insert into guestpass.realtime_horizons (taken_at, horizon)
+    values (v_now, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()))
+    on conflict on constraint realtime_horizons_pkey do nothing;
+
+    select h.taken_at, h.horizon into v_mark, v_horizon
+    from guestpass.realtime_horizons as h
+    where h.taken_at <= v_now - p_retention
+    order by h.taken_at desc
+    limit 1;
+    if v_mark is null then
+        return 0;
+    end if;
+    delete from guestpass.realtime_horizons as h where h.taken_at < v_mark;
+
+    delete from guestpass.realtime_changes as c
+    where c.xid < v_horizon and c.at < v_now - p_retention;
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+--
+-- Name: FUNCTION realtime_prune(p_retention interval); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_prune(p_retention interval) IS 'GuestPass server (as guestpass_authenticator): deletes the change-log rows older than p_retention whose transaction had ended at least p_retention ago (below the snapshot xmin recorded by a prune call that long ago), so no replica that polls more often than p_retention misses one; returns how many. Records its own xmin for later calls: the first call deletes nothing. 22023 for a null or negative retention.';
+
+--
+-- Name: realtime_sync(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.realtime_sync() RETURNS TABLE(schema_name text, table_name text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    SET lock_timeout TO '2s'
+    AS $$
+declare
+    v_type integer := 0;
+    v_events text;
+    v_table record;
+begin
+    -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
+    perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
+
+    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+           | (case when p.pubupdate then 16 else 0 end),
+           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+                     case when p.pubdelete then 'delete' end)
+    into v_type, v_events
+    from pg_catalog.pg_publication as p
+    where p.pubname = 'supabase_realtime';
+    v_type := coalesce(v_type, 0);
+
+    for v_table in
+        with wanted as (
+            select c.oid
+            from pg_catalog.pg_publication_tables as pt
+            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+            where pt.pubname = 'supabase_realtime'
+              and v_type <> 0
+              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        ),
+        present as (
+            select t.tgrelid as oid,
+                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
+                   and t.tgenabled <> 'D' as current
+            from pg_catalog.pg_trigger as t
+            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+        )
+        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
+        from wanted as w
+        full join present as p on p.oid = w.oid
+        where w.oid is null or p.oid is null or not p.current
+    loop
+        begin
+            if v_table.wanted then
+                -- create or replace also re-enables a disabled trigger and changes its events.
+                execute pg_catalog.format(
+                    'create or replace trigger guestpass_realtime_capture after %s on %s '
+                    'for each row execute function guestpass.realtime_capture()',
+                    v_events, v_table.oid::pg_catalog.regclass
+                );
+            else
+                execute pg_catalog.format(
+                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
+                );
+            end if;
+        exception when others then
+            raise warning 'realtime: could not % capture on %: %',
+                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                using errcode = '01000';
+        end;
+    end loop;
+
+    return query
+        select pt.schemaname::text, pt.tablename::text
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        join pg_catalog.pg_trigger as t
+          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
+         and t.tgenabled <> 'D'
+        where pt.pubname = 'supabase_realtime'
+          and v_type <> 0
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        order by 1, 2;
+end
+$$;
+
+--
+-- Name: FUNCTION realtime_sync(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.realtime_sync() IS 'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, and removes it from tables no longer published. Idempotent, serialised, no table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), in order: subscribe only to these.';
 
 --
 -- Name: redeem_account_code(text, text, text, jsonb, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -3601,6 +4029,110 @@ ALTER TABLE ONLY guestpass.rate_limits FORCE ROW LEVEL SECURITY;
 COMMENT ON TABLE guestpass.rate_limits IS 'GuestPass: token-bucket state per bucket name (e.g. signup:ip:<address>, signup:app:<app id>): the tokens left at updated_at. Capacity and refill rate come from configuration with each call; a missing row is a full bucket.';
 
 --
+-- Name: realtime_changes; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE UNLOGGED TABLE guestpass.realtime_changes (
+    seq bigint NOT NULL,
+    xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    kind text NOT NULL,
+    schema_name text,
+    table_name text,
+    app_id uuid,
+    topic text,
+    event text,
+    record jsonb,
+    old_record jsonb,
+    origin uuid,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT realtime_changes_kind_check CHECK ((kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text, 'BROADCAST'::text, 'PRESENCE'::text]))),
+    CONSTRAINT realtime_changes_shape_check CHECK (
+CASE
+    WHEN (kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text])) THEN ((schema_name IS NOT NULL) AND (table_name IS NOT NULL) AND (topic IS NULL) AND (event IS NULL))
+    ELSE ((schema_name IS NULL) AND (table_name IS NULL) AND (app_id IS NOT NULL) AND (topic IS NOT NULL) AND ((event IS NOT NULL) = (kind = 'BROADCAST'::text)))
+END)
+);
+
+ALTER TABLE ONLY guestpass.realtime_changes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE realtime_changes; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.realtime_changes IS 'GuestPass: Realtime''s change log (unlogged, primary only). One row per captured INSERT, UPDATE or DELETE of a table in the supabase_realtime publication (record = the new row, old_record = the full old row, app_id = the row''s app_id when it is a uuid), per BROADCAST (record = the payload) and per PRESENCE diff (record = {"joins":…,"leaves":…}). Polled by guestpass_server.realtime_poll by transaction id, pruned by realtime_prune.';
+
+--
+-- Name: COLUMN realtime_changes.xid; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.realtime_changes.xid IS 'GuestPass: the writing transaction''s top-level id (pg_current_xact_id()): the poll''s cursor.';
+
+--
+-- Name: COLUMN realtime_changes.origin; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.realtime_changes.origin IS 'GuestPass: the server replica that wrote a BROADCAST or PRESENCE row (tracking and untracking), so that it can skip what it has already delivered to its own sockets; null for table changes and expired presences.';
+
+--
+-- Name: COLUMN realtime_changes.at; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.realtime_changes.at IS 'GuestPass: when the row was written (clock time), sent to subscribers as commit_timestamp.';
+
+--
+-- Name: realtime_changes_seq_seq; Type: SEQUENCE; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.realtime_changes ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME guestpass.realtime_changes_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: realtime_horizons; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE UNLOGGED TABLE guestpass.realtime_horizons (
+    taken_at timestamp with time zone NOT NULL,
+    horizon xid8 NOT NULL
+);
+
+ALTER TABLE ONLY guestpass.realtime_horizons FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE realtime_horizons; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.realtime_horizons IS 'GuestPass: the snapshot xmin seen by each recent guestpass_server.realtime_prune call (taken_at, and horizon: its xmin). A transaction below an xmin taken at T had ended by T; the prune deletes log rows below the newest xmin taken at least the retention ago, and forgets older marks.';
+
+--
+-- Name: realtime_presence; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE UNLOGGED TABLE guestpass.realtime_presence (
+    app_id uuid NOT NULL,
+    topic text NOT NULL,
+    presence_key text NOT NULL,
+    phx_ref text NOT NULL,
+    replica uuid NOT NULL,
+    meta jsonb NOT NULL,
+    tracked_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    lease_until timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY guestpass.realtime_presence FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE realtime_presence; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.realtime_presence IS 'GuestPass: Realtime presence across server replicas: one tracked meta per row (app, topic, presence key, phx_ref), held by a replica until lease_until. Changed only through guestpass_server.realtime_presence_*, which log each join and leave as a PRESENCE row of guestpass.realtime_changes.';
+
+--
 -- Name: refresh_tokens; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -3946,6 +4478,27 @@ ALTER TABLE ONLY guestpass.rate_limits
     ADD CONSTRAINT rate_limits_pkey PRIMARY KEY (bucket);
 
 --
+-- Name: realtime_changes realtime_changes_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.realtime_changes
+    ADD CONSTRAINT realtime_changes_pkey PRIMARY KEY (seq);
+
+--
+-- Name: realtime_horizons realtime_horizons_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.realtime_horizons
+    ADD CONSTRAINT realtime_horizons_pkey PRIMARY KEY (taken_at);
+
+--
+-- Name: realtime_presence realtime_presence_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.realtime_presence
+    ADD CONSTRAINT realtime_presence_pkey PRIMARY KEY (app_id, topic, presence_key, phx_ref);
+
+--
 -- Name: refresh_tokens refresh_tokens_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -4082,6 +4635,18 @@ CREATE INDEX devicecheck_tokens_user_id_idx ON guestpass.devicecheck_tokens USIN
 --
 
 CREATE INDEX identities_user_id_idx ON guestpass.identities USING btree (user_id);
+
+--
+-- Name: realtime_changes_xid_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX realtime_changes_xid_idx ON guestpass.realtime_changes USING btree (xid);
+
+--
+-- Name: realtime_presence_replica_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX realtime_presence_replica_idx ON guestpass.realtime_presence USING btree (replica);
 
 --
 -- Name: sessions_device_id_idx; Type: INDEX; Schema: guestpass; Owner: -
@@ -4405,6 +4970,24 @@ ALTER TABLE guestpass.identities ENABLE ROW LEVEL SECURITY;
 ALTER TABLE guestpass.rate_limits ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: realtime_changes; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.realtime_changes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: realtime_horizons; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.realtime_horizons ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: realtime_presence; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.realtime_presence ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: refresh_tokens; Type: ROW SECURITY; Schema: guestpass; Owner: -
 --
 
@@ -4495,6 +5078,18 @@ CREATE POLICY users_update_own ON public.users FOR UPDATE TO authenticated USING
 COMMENT ON POLICY users_update_own ON public.users IS 'A caller updates only its own user row, in its own app.';
 
 --
+-- Name: supabase_realtime; Type: PUBLICATION; Schema: -; Owner: -
+--
+
+CREATE PUBLICATION supabase_realtime WITH (publish = 'insert, update, delete, truncate');
+
+--
+-- Name: PUBLICATION supabase_realtime; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON PUBLICATION supabase_realtime IS 'GuestPass: the tables Realtime captures (alter publication supabase_realtime add table …; then guestpass_server.realtime_sync(), which migrate and the servers run). No replication slot ever reads it.';
+
+--
 -- Name: SCHEMA auth; Type: ACL; Schema: -; Owner: -
 --
 
@@ -4509,6 +5104,7 @@ GRANT USAGE ON SCHEMA auth TO service_role;
 GRANT USAGE ON SCHEMA guestpass_server TO anon;
 GRANT USAGE ON SCHEMA guestpass_server TO authenticated;
 GRANT USAGE ON SCHEMA guestpass_server TO service_role;
+GRANT USAGE ON SCHEMA guestpass_server TO guestpass_authenticator;
 
 --
 -- Name: SCHEMA public; Type: ACL; Schema: -; Owner: -
@@ -4752,6 +5348,18 @@ REVOKE ALL ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with ti
 REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION realtime_capture(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_capture() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_presence_meta(p_meta jsonb, p_ref text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_presence_meta(p_meta jsonb, p_ref text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION refuse_argument(p_message text); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -4921,6 +5529,76 @@ GRANT ALL ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p
 
 REVOKE ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) TO authenticated;
+
+--
+-- Name: FUNCTION realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_live_sessions(p_sessions uuid[]); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_live_sessions(p_sessions uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_live_sessions(p_sessions uuid[]) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_poll(p_previous pg_snapshot); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_presence_expire(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_presence_expire() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_presence_expire() TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_presence_renew(p_replica uuid, p_lease interval); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_presence_state(p_app uuid, p_topic text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_presence_state(p_app uuid, p_topic text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_presence_state(p_app uuid, p_topic text) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_presence_track(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb, p_lease interval) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_presence_untrack(p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_prune(p_retention interval); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_prune(p_retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_prune(p_retention interval) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION realtime_sync(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.realtime_sync() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.realtime_sync() TO guestpass_authenticator;
 
 --
 -- Name: FUNCTION redeem_account_code(p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text, p_session_id uuid, p_refresh_token_hash text); Type: ACL; Schema: guestpass_server; Owner: -

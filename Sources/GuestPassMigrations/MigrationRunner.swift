@@ -43,7 +43,8 @@ public struct MigrationRunner: Sendable {
     /// repeatable file whose checksum differs from the one recorded (or that was never applied), in file-name order;
     /// each file in its own transaction. So an app's files run against the finished core (its functions included).
     /// Everything is checked before anything is applied. When anything was applied, running servers are told to reload
-    /// their schema cache with `NOTIFY pgrst, 'reload schema'`.
+    /// their schema cache with `NOTIFY pgrst, 'reload schema'`. Last, Realtime's capture triggers are made to match the
+    /// `supabase_realtime` publication (`syncRealtime`).
     public func up(core: MigrationSet, app: MigrationSet?) async throws -> Outcome {
         let logger = self.logger
         let lockTimeout = self.lockTimeout
@@ -76,6 +77,7 @@ public struct MigrationRunner: Sendable {
                     }
                     // Running servers reload their schema cache (PostgREST's channel and payload).
                     if !pending.isEmpty { try connection.execute("NOTIFY pgrst, 'reload schema'") }
+                    Self.syncRealtime(on: connection, logger: logger)
                     return Outcome(applied: pending)
                 }
             }
@@ -214,6 +216,27 @@ public struct MigrationRunner: Sendable {
             if let detail = error.detail { message += "\n  detail: \(detail)" }
             if let hint = error.hint { message += "\n  hint: \(hint)" }
             throw MigrationError(message)
+        }
+    }
+
+    /// Realtime capture follows the publication: once the files have run (an app's migration may have added a table
+    /// to `supabase_realtime`), `guestpass_server.realtime_sync()` puts the capture trigger on exactly the published
+    /// tables (sql/migrations/repeatable/13_realtime.sql). It runs after every `up`, whatever was applied, so the
+    /// triggers match the publication when migrate returns; it changes nothing when they already do. Skipped when the
+    /// core that defines it is not there (a database with only an app's files). A failure is logged, not thrown: the
+    /// files are applied and committed, and the servers run the same sync at start and every 60 s.
+    static func syncRealtime(on connection: PostgresConnection, logger: Logger) {
+        do {
+            let defined = try connection.execute("SELECT to_regprocedure('guestpass_server.realtime_sync()') IS NOT NULL")
+            guard try defined.rows[0].decode(Bool.self, at: 0) else { return }
+            let captured = try connection.execute("SELECT schema_name, table_name FROM guestpass_server.realtime_sync()")
+            let tables = try captured.rows.map { "\(try $0.decode(String.self, at: 0)).\(try $0.decode(String.self, at: 1))" }
+            logger.info("realtime capture synchronised", metadata: ["realtime.tables": "\(tables.joined(separator: ","))"])
+        } catch {
+            logger.warning(
+                "realtime_sync failed after the migrations; the servers retry it every 60 s",
+                metadata: ["error": "\(error)"]
+            )
         }
     }
 

@@ -47,6 +47,8 @@ struct RealtimeDispatch: Sendable {
             for channel in interested { groups[channel.identityKey + "\u{0}" + channel.appID.uuidString, default: []].append(channel) }
             for group in groups.values { work.append((tableChanges, group)) }
         }
+        let anyFilter = work.contains { item in item.channels.contains { $0.bindings.contains { !$0.conditions.isEmpty } } }
+        let images = ParsedImages(anyFilter ? rowChanges : [])
         await withTaskGroup(of: Void.self) { tasks in
             var running = 0
             for item in work {
@@ -54,19 +56,35 @@ struct RealtimeDispatch: Sendable {
                     await tasks.next()
                     running -= 1
                 }
-                tasks.addTask { await self.deliver(item.changes, to: item.channels) }
+                tasks.addTask { await self.deliver(item.changes, images: images, to: item.channels) }
                 running += 1
             }
         }
     }
 
     /// Checks and delivers one table's changes to one identity's channels.
-    private func deliver(_ tableChanges: [CapturedChange], to channels: [RealtimeSubscriber]) async {
+    private func deliver(_ tableChanges: [CapturedChange], images: ParsedImages, to channels: [RealtimeSubscriber]) async {
         let first = channels[0]
-        let relevant = tableChanges.filter { change in
-            (change.appID == nil || change.appID == first.appID) && channels.contains { $0.bindings.contains { $0.wants(change) } }
+        guard let schema = tableChanges[0].schema, let name = tableChanges[0].table else { return }
+        let table: RealtimeTable
+        do {
+            guard let found = try await self.services.tables.table(schema: schema, name: name, role: first.identity.role) else { return }
+            table = found
+        } catch {
+            return self.refuse(tableChanges.count, to: channels, schema: schema, name: name, error: error)
         }
-        guard !relevant.isEmpty, let schema = relevant[0].schema, let name = relevant[0].table else { return }
+        // Only changes of the identity's app that some binding wants and whose filter may pass are checked.
+        let relevant = tableChanges.filter { change in
+            guard change.appID == nil || change.appID == first.appID else { return false }
+            return channels.contains { channel in
+                channel.bindings.contains { binding in
+                    binding.wants(change)
+                        && (binding.conditions.isEmpty
+                            || RealtimePrefilter.mayMatch(binding.conditions, image: images.members(of: change), table: table))
+                }
+            }
+        }
+        guard !relevant.isEmpty else { return }
         var filterIndex: [[RealtimeCondition]: Int] = [:]
         var filters: [[RealtimeCondition]] = []
         for binding in channels.flatMap(\.bindings) where filterIndex[binding.conditions] == nil {
@@ -74,30 +92,17 @@ struct RealtimeDispatch: Sendable {
             filters.append(binding.conditions)
         }
         // Image 2i is what decides (the new row, or the old one of a DELETE); 2i+1 the old row of an UPDATE.
-        var images: [String] = []
+        var checked: [String] = []
         for change in relevant {
-            images.append((change.kind == .delete ? change.oldRecord : change.record) ?? "{}")
-            images.append(change.kind == .update ? change.oldRecord ?? "{}" : "{}")
+            checked.append(change.decidingImage ?? "{}")
+            checked.append(change.kind == .update ? change.oldRecord ?? "{}" : "{}")
         }
-        let table: RealtimeTable
         let verdicts: RealtimeVerdicts
         do {
-            guard let found = try await self.services.tables.table(schema: schema, name: name, role: first.identity.role) else { return }
-            table = found
             verdicts = try await RealtimeVisibility.check(
-                pool: self.services.pool, identity: first.identity, table: table, images: images, filters: filters)
+                pool: self.services.pool, identity: first.identity, table: table, images: checked, filters: filters)
         } catch {
-            RealtimeMetrics.dropped(relevant.count * channels.count)
-            self.logger.warning("realtime: visibility check failed", metadata: ["table": "\(schema).\(name)", "error": "\(error)"])
-            for channel in channels {
-                self.push(
-                    channel, event: "system",
-                    payloadJSON: RealtimePayloads.system(
-                        extension: "postgres_changes", status: "error",
-                        message: "Changes of \(schema).\(name) could not be checked for this subscriber and were not delivered.",
-                        channel: channel.channelName))
-            }
-            return
+            return self.refuse(relevant.count, to: channels, schema: schema, name: name, error: error)
         }
         let columns = RealtimeChangeEvent.columnsJSON(table)
         for (index, change) in relevant.enumerated() where verdicts.visible[2 * index] {
@@ -115,6 +120,20 @@ struct RealtimeDispatch: Sendable {
                 self.push(channel, event: "postgres_changes", payloadJSON: RealtimePayloads.postgresChanges(ids: ids, dataJSON: data!))
                 RealtimeMetrics.delivered()
             }
+        }
+    }
+
+    /// A check that failed: the identity's channels lose these changes and are told so; nobody else is affected.
+    private func refuse(_ count: Int, to channels: [RealtimeSubscriber], schema: String, name: String, error: any Error) {
+        RealtimeMetrics.dropped(count * channels.count)
+        self.logger.warning("realtime: visibility check failed", metadata: ["table": "\(schema).\(name)", "error": "\(error)"])
+        for channel in channels {
+            self.push(
+                channel, event: "system",
+                payloadJSON: RealtimePayloads.system(
+                    extension: "postgres_changes", status: "error",
+                    message: "Changes of \(schema).\(name) could not be checked for this subscriber and were not delivered.",
+                    channel: channel.channelName))
         }
     }
 
@@ -139,6 +158,26 @@ struct RealtimeDispatch: Sendable {
         let frame = RealtimeCodec.encode(joinRef: nil, ref: nil, topic: channel.topic, event: event, payloadJSON: payloadJSON, version: channel.version)
         if !channel.outbox.enqueue(.text(frame)) { RealtimeMetrics.dropped(1) }
     }
+}
+
+/// The deciding row image of each change of a poll, parsed once for `RealtimePrefilter` (shared by every identity).
+struct ParsedImages: Sendable {
+    private let members: [Int64: [String: JSONValue]]
+
+    init(_ changes: [CapturedChange]) {
+        var members: [Int64: [String: JSONValue]] = [:]
+        for change in changes {
+            if let text = change.decidingImage, let object = (try? JSONValue.parse(text))?.objectValue { members[change.seq] = object }
+        }
+        self.members = members
+    }
+
+    func members(of change: CapturedChange) -> [String: JSONValue]? { self.members[change.seq] }
+}
+
+extension CapturedChange {
+    /// The image whose visibility decides delivery: the new row, or the old one of a DELETE.
+    var decidingImage: String? { self.kind == .delete ? self.oldRecord : self.record }
 }
 
 /// The `data` object of a `postgres_changes` event, as Realtime shapes it.

@@ -36,7 +36,8 @@ final class RealtimePresence: Sendable {
         if let previous {
             try await self.feed.presenceUntrack(app: subscriber.appID, topic: subscriber.topic, key: previous.key, replica: self.replica, ref: previous.ref)
         }
-        try await self.feed.presenceTrack(app: subscriber.appID, topic: subscriber.topic, key: key, replica: self.replica, ref: ref, meta: metaJSON)
+        try await self.feed.presenceTrack(
+            app: subscriber.appID, topic: subscriber.topic, key: key, replica: self.replica, ref: ref, meta: metaJSON, leaseSeconds: self.leaseSeconds)
     }
 
     /// Stops tracking the channel's meta (a no-op when it tracks none).

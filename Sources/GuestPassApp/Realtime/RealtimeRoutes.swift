@@ -41,15 +41,16 @@ struct RealtimeServices: Sendable {
 /// path, which answers the reason in the documented error shape (401, 400, 429), or 426 to a valid request that did not
 /// ask for an upgrade. The user's token comes later, in each `phx_join`.
 struct RealtimeRoutes {
-    static let paths: [RouterPath] = ["/realtime/v1/websocket", "/realtime/v1/websocket/"]
+    /// The socket's path (Hummingbird matches it with or without a trailing slash).
+    static let path: RouterPath = "/realtime/v1/websocket"
 
     let services: RealtimeServices
     let authenticator: Authenticator
 
     /// The upgrade routes (on the WebSocket router).
     func registerUpgrade(on router: Router<AppRequestContext>) {
-        for path in Self.paths {
-            router.ws(path) { request, context in
+        do {
+            router.ws(Self.path) { request, context in
                 _ = try await self.admission(request, context)
                 return .upgrade([:])
             } onUpgrade: { inbound, outbound, context in
@@ -65,8 +66,8 @@ struct RealtimeRoutes {
 
     /// The same paths on the HTTP router: why a request was not upgraded (the upgrade router's checks, run again).
     static func registerRefusals(authenticator: Authenticator, on router: Router<AppRequestContext>) {
-        for path in Self.paths {
-            router.get(path) { request, context -> Response in
+        do {
+            router.get(Self.path) { request, context -> Response in
                 _ = try await authenticator.authenticate(request, context)
                 guard RealtimeVersion(vsn: request.uri.queryParameters["vsn"].map(String.init)) != nil else {
                     throw APIError(.badRequest, code: GoTrueCode.realtimeUnsupportedVersion, message: "Unsupported vsn: use 1.0.0 or 2.0.0")

@@ -115,9 +115,12 @@ public struct RealtimeFeed: Sendable {
 
 extension RealtimeFeed {
     /// Records one presence meta of a channel (`phx_ref` names it) under this replica's lease, and logs the join diff.
-    public func presenceTrack(app: UUID, topic: String, key: String, replica: UUID, ref: String, meta: String) async throws {
+    public func presenceTrack(
+        app: UUID, topic: String, key: String, replica: UUID, ref: String, meta: String, leaseSeconds: Int
+    ) async throws {
         try await self.pool.execute(
-            "SELECT guestpass_server.realtime_presence_track($1, $2, $3, $4, $5, $6::jsonb)", [app, topic, key, replica, ref, meta]
+            "SELECT guestpass_server.realtime_presence_track($1, $2, $3, $4, $5, $6::jsonb, make_interval(secs => $7))",
+            [app, topic, key, replica, ref, meta, Double(leaseSeconds)]
         )
     }
 

@@ -96,8 +96,9 @@
 revoke create on schema public from public;
 grant usage on schema public to anon, authenticated, service_role;
 grant usage on schema auth to anon, authenticated, service_role;
--- guestpass_server: anon and authenticated call their entry points; service_role calls refuse_table_result.
-grant usage on schema guestpass_server to anon, authenticated, service_role;
+-- guestpass_server: anon and authenticated call their entry points; service_role calls refuse_table_result; the login
+-- role guestpass_authenticator calls the Realtime functions itself, outside request transactions (13_realtime.sql).
+grant usage on schema guestpass_server to anon, authenticated, service_role, guestpass_authenticator;
 
 create or replace function auth.jwt()
 returns jsonb

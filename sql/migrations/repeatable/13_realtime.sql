@@ -1,0 +1,552 @@
+-- realtime: change capture for postgres_changes, broadcast and presence across server replicas
+-- Repeatable (re-applied whenever this file changes, after every versioned file): create or replace only. The tables
+-- (guestpass.realtime_changes, realtime_horizons, realtime_presence) and the publication are in 0010_realtime.sql.
+--
+-- Capture (option C of the Realtime study, ../shared/reference/realtime.md 6.2): no logical decoding. A table is
+-- captured when it is in the publication supabase_realtime (the Supabase way of opting in); realtime_sync() puts one
+-- AFTER … FOR EACH ROW trigger, guestpass_realtime_capture, on exactly those tables, with exactly the events the
+-- publication publishes (insert, update, delete; never truncate, which Supabase does not send either), and removes it
+-- from tables that left the publication. The trigger appends one row per changed row to guestpass.realtime_changes in
+-- the writer's own transaction: it commits and aborts with the change. The writer pays for it (one to_jsonb per row
+-- image and one insert into an unlogged table: bench/realtime.sh measures the write cost); a row trigger was
+-- measured against a statement trigger with transition tables, see realtime_capture.
+--
+-- The snapshot cursor. Every server replica polls independently (no leader, no LISTEN, works through PgBouncer in
+-- transaction mode) with realtime_poll(previous snapshot), one statement that returns its own snapshot S and the rows
+-- whose transaction is visible in S but was not in the previous snapshot P:
+--     xid >= pg_snapshot_xmin(P) and not pg_visible_in_snapshot(xid, P), and the row visible to S.
+-- Why exactly once: a committed transaction X is invisible in every snapshot taken before its commit became visible
+-- and visible in every snapshot taken after, so along one replica's chain of snapshots S0, S1, S2 … X switches from
+-- invisible to visible exactly once, and its rows come in exactly that poll (the xmin bound only skips transactions
+-- that had ended before P: visible in P when committed). An aborted transaction's rows are never visible; a long
+-- transaction's rows come in the first poll after its commit, while the rows of transactions that committed before it
+-- came in earlier polls (a `seq > last` cursor would skip rows of transactions that commit out of seq order). The
+-- snapshot returned and the rows are read by the same statement, hence with the same snapshot. A replica starts with
+-- realtime_poll(null), which returns only the snapshot: it delivers what commits after it started.
+-- Order: within a poll, rows come in seq order (the order they were written). For one row, seq order is commit order:
+-- a second writer of the same row (UPDATE, DELETE, or an INSERT on the same key) waits for the first writer's row
+-- lock until the first commits; AFTER ROW triggers fire at the end of the writer's statement, after its row writes;
+-- so the second writer's capture row is written after the first committed, takes a larger seq (the sequence caches
+-- nothing), and the first's row came in the same poll or an earlier one. Rows of unrelated transactions that commit
+-- in one poll interval come in write order, not commit order.
+-- Limits: the log holds what has not been pruned; a replica that does not poll for longer than the prune retention may
+-- miss rows. A poll returns every new row at once (no paging): poll often (100 ms busy, 500 ms idle). Everything is
+-- on the primary (the log is unlogged): never poll the read replica. commit_timestamp is the time the row was written
+-- (a long transaction's rows carry their write time). A published table needs a primary key (replica identity) for
+-- UPDATE and DELETE, as on Supabase (0010). The capture runs as the table's writer's transaction, so a write to a
+-- published table fails only when PostgreSQL itself cannot store the change (disk full, out of memory); a row image
+-- that jsonb cannot hold (over 255 MB as JSON) is captured with a null record or old_record instead of failing.
+--
+-- Calling it. The server calls every guestpass_server.realtime_* function as its login role guestpass_authenticator,
+-- outside request transactions (no role switch; each call its own transaction): EXECUTE is granted to that role only,
+-- never to anon, authenticated or service_role, and the tables stay closed to all of them. `guestpass migrate up` runs
+-- realtime_sync() after every run that applied anything (MigrationRunner), so an app's migration that adds a table to
+-- the publication is captured when migrate returns; the servers also run it at start and every 60 s (Supabase
+-- re-reads the publication every 60 s), which catches a publication changed by hand. Prune with realtime_prune every
+-- minute or so; run realtime_presence_renew and realtime_presence_expire every 10 s or so (leases of 30 s).
+
+-- The capture trigger. SECURITY DEFINER: the writer (a request role) has no privilege on guestpass; search_path is
+-- empty and every name qualified. Cheap by construction, and it never raises because of the row: no exception block
+-- (a subtransaction per row would cost and would overflow the subtransaction cache of multi-row statements), app_id
+-- is read through the JSON image and cast only when it is a canonical uuid (a text app_id holding anything else gives
+-- null). Only a row image over 1 MiB as stored (rare) is converted under an exception block, so that an image jsonb
+-- cannot hold (program_limit_exceeded past 255 MB) leaves that image null instead of failing the write; the server
+-- answers such a change with Realtime's "Error 413". NEW and OLD are null where the operation has none (PostgreSQL 11+).
+-- Measured on this VM (in-backend, 5,000 one-row insert+update+delete in one session, min of 5): 26 µs per triple
+-- unpublished, about 70 µs with this row trigger, about 85 µs with three statement triggers with transition tables
+-- (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in the transition
+-- tables, which PostgreSQL does not promise); for one 50,000-row INSERT, about 10 and 8 µs of capture per row. Most
+-- requests write one row per statement, so the row trigger, whose cost is one to_jsonb (2 µs) and one insert through
+-- SPI (8 µs) per row image.
+create or replace function guestpass.realtime_capture()
+    returns trigger
+    language plpgsql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+declare
+    v_record jsonb;
+    v_old jsonb;
+    v_app text;
+begin
+    if pg_catalog.pg_column_size(NEW) > 1048576 or pg_catalog.pg_column_size(OLD) > 1048576 then
+        -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
+        begin
+            v_record := pg_catalog.to_jsonb(NEW);
+        exception when others then
+            v_record := null;
+        end;
+        begin
+            v_old := pg_catalog.to_jsonb(OLD);
+        exception when others then
+            v_old := null;
+        end;
+    else
+        v_record := pg_catalog.to_jsonb(NEW);
+        v_old := pg_catalog.to_jsonb(OLD);
+    end if;
+    v_app := coalesce(v_record, v_old) ->> 'app_id';
+    insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
+    values (
+        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
+             then v_app::uuid
+        end,
+        v_record, v_old
+    );
+    return null;
+end
+$$;
+
+comment on function guestpass.realtime_capture() is
+    'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that '
+    'guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in '
+    'guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and '
+    'old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses '
+    'a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
+revoke all on function guestpass.realtime_capture() from public;
+
+-- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
+-- publication. Runs serialised (an advisory transaction lock: migrate and every server replica call it), reads the
+-- catalog after taking the lock, and changes each table in its own subtransaction with a lock timeout of 2 s: a table
+-- that cannot be locked in time (a long transaction holds it) or changed is skipped with a WARNING, left out of the
+-- result, and tried again on the next call; the other tables are still synchronised. The trigger's events are the
+-- publication's (publish = 'insert, update, delete' by default; `alter publication … set (publish = …)` narrows
+-- them). Tables of guestpass's own schemas are never captured (a FOR ALL TABLES publication includes them). A
+-- partitioned table published with publish_via_partition_root gets the trigger on its root (cloned onto every
+-- partition, which report their own names); otherwise the publication lists the partitions themselves.
+create or replace function guestpass_server.realtime_sync()
+    returns table (schema_name text, table_name text)
+    language plpgsql
+    volatile
+    security definer
+    set search_path = ''
+    set lock_timeout = '2s'
+    as $$
+declare
+    v_type integer := 0;
+    v_events text;
+    v_table record;
+begin
+    -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
+    perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
+
+    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+           | (case when p.pubupdate then 16 else 0 end),
+           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+                     case when p.pubdelete then 'delete' end)
+    into v_type, v_events
+    from pg_catalog.pg_publication as p
+    where p.pubname = 'supabase_realtime';
+    v_type := coalesce(v_type, 0);
+
+    for v_table in
+        with wanted as (
+            select c.oid
+            from pg_catalog.pg_publication_tables as pt
+            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+            where pt.pubname = 'supabase_realtime'
+              and v_type <> 0
+              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        ),
+        present as (
+            select t.tgrelid as oid,
+                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
+                   and t.tgenabled <> 'D' as current
+            from pg_catalog.pg_trigger as t
+            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+        )
+        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
+        from wanted as w
+        full join present as p on p.oid = w.oid
+        where w.oid is null or p.oid is null or not p.current
+    loop
+        begin
+            if v_table.wanted then
+                -- create or replace also re-enables a disabled trigger and changes its events.
+                execute pg_catalog.format(
+                    'create or replace trigger guestpass_realtime_capture after %s on %s '
+                    'for each row execute function guestpass.realtime_capture()',
+                    v_events, v_table.oid::pg_catalog.regclass
+                );
+            else
+                execute pg_catalog.format(
+                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
+                );
+            end if;
+        exception when others then
+            raise warning 'realtime: could not % capture on %: %',
+                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                using errcode = '01000';
+        end;
+    end loop;
+
+    return query
+        select pt.schemaname::text, pt.tablename::text
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        join pg_catalog.pg_trigger as t
+          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
+         and t.tgenabled <> 'D'
+        where pt.pubname = 'supabase_realtime'
+          and v_type <> 0
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        order by 1, 2;
+end
+$$;
+
+comment on function guestpass_server.realtime_sync() is
+    'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger '
+    'guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, '
+    'and removes it from tables no longer published. Idempotent, serialised, no table lock when nothing changes; a '
+    'table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), '
+    'in order: subscribe only to these.';
+revoke all on function guestpass_server.realtime_sync() from public;
+grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
+
+-- The poll: one statement (a SQL function reads with its caller's snapshot), so the snapshot it returns is the one
+-- its rows were read with. Always at least one row: with no new change (or p_previous null, the first poll), one row
+-- carrying only the snapshot, its other columns null; otherwise one row per change, in seq order, each carrying the
+-- same snapshot. Pass that snapshot as p_previous to the next poll.
+create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot)
+    returns table (
+        snapshot text, seq bigint, kind text, schema_name text, table_name text, app_id uuid, topic text, event text,
+        record text, old_record text, origin uuid, commit_timestamp text
+    )
+    language sql
+    stable
+    security definer
+    set search_path = ''
+    as $$
+    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+           c.record::text, c.old_record::text, c.origin,
+           pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    from (select pg_catalog.pg_current_snapshot() as snapshot) as s
+    left join guestpass.realtime_changes as c
+        on p_previous is not null
+       and c.xid >= pg_catalog.pg_snapshot_xmin(p_previous)
+       and not pg_catalog.pg_visible_in_snapshot(c.xid, p_previous)
+    order by c.seq
+$$;
+
+comment on function guestpass_server.realtime_poll(pg_snapshot) is
+    'GuestPass server (as guestpass_authenticator, on the primary): the changes committed since the snapshot '
+    'p_previous, in seq order, each row carrying the new snapshot (pass it as the next p_previous); with none, or with '
+    'p_previous null (a replica''s first poll), one row with only the snapshot (seq null). Every committed '
+    'transaction''s rows come in exactly one poll of a chain, an aborted one''s never. record and old_record are JSON '
+    'text; commit_timestamp is the time the row was written, UTC, e.g. 2025-01-31T10:00:00.123Z.';
+revoke all on function guestpass_server.realtime_poll(pg_snapshot) from public;
+grant execute on function guestpass_server.realtime_poll(pg_snapshot) to guestpass_authenticator;
+
+-- The prune. A row may go once every poller has had it: its transaction must have ended at least p_retention ago,
+-- not merely have started then (a long transaction's rows are old when it commits) — being below the current
+-- snapshot's xmin is not enough, since pollers may not have polled since the commit. Each call records the xmin of
+-- its snapshot (guestpass.realtime_horizons) and deletes the rows older than p_retention whose transaction is below
+-- the newest xmin recorded at least p_retention ago: those ended before that mark, so every replica that polled in
+-- the last p_retention has delivered them. The first call deletes nothing (no mark is old enough); call it every
+-- minute or so with a retention well above the longest gap between two polls of a replica (e.g. 5 minutes). Time is
+-- guestpass.clock() (tests move it).
+create or replace function guestpass_server.realtime_prune(p_retention interval)
+    returns bigint
+    language plpgsql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+declare
+    v_now timestamptz := guestpass.clock();
+    v_mark timestamptz;
+    v_horizon xid8;
+    v_count bigint;
+begin
+    if p_retention is null or p_retention < interval '0' then
+        raise exception using errcode = '22023', message = 'the retention must be a positive interval';
+    end if;
+    insert into guestpass.realtime_horizons (taken_at, horizon)
+    values (v_now, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()))
+    on conflict on constraint realtime_horizons_pkey do nothing;
+
+    select h.taken_at, h.horizon into v_mark, v_horizon
+    from guestpass.realtime_horizons as h
+    where h.taken_at <= v_now - p_retention
+    order by h.taken_at desc
+    limit 1;
+    if v_mark is null then
+        return 0;
+    end if;
+    delete from guestpass.realtime_horizons as h where h.taken_at < v_mark;
+
+    delete from guestpass.realtime_changes as c
+    where c.xid < v_horizon and c.at < v_now - p_retention;
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+comment on function guestpass_server.realtime_prune(interval) is
+    'GuestPass server (as guestpass_authenticator): deletes the change-log rows older than p_retention whose '
+    'transaction had ended at least p_retention ago (below the snapshot xmin recorded by a prune call that long ago), '
+    'so no replica that polls more often than p_retention misses one; returns how many. Records its own xmin for '
+    'later calls: the first call deletes nothing. 22023 for a null or negative retention.';
+revoke all on function guestpass_server.realtime_prune(interval) from public;
+grant execute on function guestpass_server.realtime_prune(interval) to guestpass_authenticator;
+
+-- Broadcast across replicas: the sending replica delivers to its own sockets at once and writes the message here;
+-- every replica's poll delivers it to its sockets of that app and topic, and the sender skips rows whose origin is
+-- itself. The payload is stored as given (the server has parsed it strictly; a binary broadcast's payload needs a JSON
+-- form chosen by the server).
+create or replace function guestpass_server.realtime_broadcast(
+    p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid
+)
+    returns void
+    language sql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+    insert into guestpass.realtime_changes (kind, app_id, topic, event, record, origin)
+    values ('BROADCAST', p_app, p_topic, p_event, p_payload, p_origin)
+$$;
+
+comment on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid) is
+    'GuestPass server (as guestpass_authenticator): logs a broadcast of p_event with p_payload on p_topic of app '
+    'p_app, sent by server replica p_origin, for every replica''s poll to deliver (the sender skips its own). p_app, '
+    'p_topic and p_event must not be null.';
+revoke all on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid) from public;
+grant execute on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid) to guestpass_authenticator;
+
+-- Presence. The table guestpass.realtime_presence is the state; every change to it logs a PRESENCE row whose record
+-- is Phoenix's presence_diff payload, {"joins": {key: {"metas": [meta…]}}, "leaves": {…}}, each meta carrying its
+-- phx_ref, with the topic and app, so every replica's poll pushes the diff to its sockets on that topic. A meta
+-- tracked again under the same phx_ref with another payload is logged as a join only: the clients (realtime-js,
+-- realtime-py, supabase-swift) replace a meta of the same ref on a join, and apply leaves after joins, so a leave of
+-- that ref in the same diff would remove the new meta. A client that joins reads realtime_presence_state and then
+-- applies diffs from the polls; a diff it already saw in the state is harmless (same ref joined again, or a leave of
+-- a ref it does not hold). phx_ref is the server's: unique for each (app, topic, key), e.g. a UUID.
+
+-- A meta with its phx_ref, as Phoenix sends it. A payload that is not a JSON object (Realtime tracks objects) is
+-- replaced by the ref alone.
+create or replace function guestpass.realtime_presence_meta(p_meta jsonb, p_ref text)
+    returns jsonb
+    language sql
+    immutable
+    as $$
+    select case when pg_catalog.jsonb_typeof(p_meta) = 'object'
+                then p_meta || pg_catalog.jsonb_build_object('phx_ref', p_ref)
+                else pg_catalog.jsonb_build_object('phx_ref', p_ref)
+           end
+$$;
+
+comment on function guestpass.realtime_presence_meta(jsonb, text) is
+    'GuestPass internal: a presence meta as sent to clients: p_meta (a JSON object) with "phx_ref": p_ref; a meta that '
+    'is not an object becomes {"phx_ref": p_ref}. Inlinable: one expression, no SET clause.';
+revoke all on function guestpass.realtime_presence_meta(jsonb, text) from public;
+
+-- Track: replica p_replica holds, for its socket, the meta p_meta of key p_key on p_topic of app p_app, under p_ref,
+-- leased for p_lease. A new (app, topic, key, ref), or a new payload for one, logs a join; the same payload again only
+-- renews the lease and logs nothing (as Supabase: the same payload twice is a no-op). Returns whether a join was logged.
+create or replace function guestpass_server.realtime_presence_track(
+    p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text, p_meta jsonb,
+    p_lease interval default interval '30 seconds'
+)
+    returns boolean
+    language plpgsql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+declare
+    v_until timestamptz := guestpass.clock() + coalesce(p_lease, interval '30 seconds');
+begin
+    update guestpass.realtime_presence as p
+    set replica = p_replica, lease_until = v_until
+    where p.app_id = p_app and p.topic = p_topic and p.presence_key = p_key and p.phx_ref = p_ref
+      and p.meta = coalesce(p_meta, '{}');
+    if found then
+        return false;
+    end if;
+    insert into guestpass.realtime_presence as p (app_id, topic, presence_key, phx_ref, replica, meta, lease_until)
+    values (p_app, p_topic, p_key, p_ref, p_replica, coalesce(p_meta, '{}'), v_until)
+    on conflict on constraint realtime_presence_pkey do update
+        set replica = excluded.replica, meta = excluded.meta, lease_until = excluded.lease_until;
+    insert into guestpass.realtime_changes (kind, app_id, topic, record, origin)
+    values (
+        'PRESENCE', p_app, p_topic,
+        pg_catalog.jsonb_build_object(
+            'joins', pg_catalog.jsonb_build_object(p_key, pg_catalog.jsonb_build_object(
+                'metas', pg_catalog.jsonb_build_array(guestpass.realtime_presence_meta(coalesce(p_meta, '{}'), p_ref))
+            )),
+            'leaves', '{}'::jsonb
+        ),
+        p_replica
+    );
+    return true;
+end
+$$;
+
+comment on function guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval) is
+    'GuestPass server (as guestpass_authenticator): replica p_replica tracks meta p_meta (a JSON object) of key p_key '
+    'on topic p_topic of app p_app under phx_ref p_ref, leased for p_lease (default 30 s; renew with '
+    'realtime_presence_renew). Logs a PRESENCE join {"joins":{key:{"metas":[meta + phx_ref]}},"leaves":{}} with '
+    'origin p_replica and returns true, unless that ref already holds that payload (then only the lease is renewed: '
+    'false).';
+revoke all on function guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval) from public;
+grant execute on function guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval)
+    to guestpass_authenticator;
+
+-- Untrack: the replica's own meta only (another replica's ref is left alone). Returns whether it was tracked.
+create or replace function guestpass_server.realtime_presence_untrack(
+    p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text
+)
+    returns boolean
+    language sql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+    with gone as (
+        delete from guestpass.realtime_presence as p
+        where p.app_id = p_app and p.topic = p_topic and p.presence_key = p_key and p.phx_ref = p_ref
+          and p.replica = p_replica
+        returning p.meta, p.phx_ref
+    ),
+    logged as (
+        insert into guestpass.realtime_changes (kind, app_id, topic, record, origin)
+        select 'PRESENCE', p_app, p_topic,
+               pg_catalog.jsonb_build_object(
+                   'joins', '{}'::jsonb,
+                   'leaves', pg_catalog.jsonb_build_object(p_key, pg_catalog.jsonb_build_object(
+                       'metas', pg_catalog.jsonb_build_array(guestpass.realtime_presence_meta(g.meta, g.phx_ref))
+                   ))
+               ),
+               p_replica
+        from gone as g
+        returning 1
+    )
+    select exists (select 1 from logged)
+$$;
+
+comment on function guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text) is
+    'GuestPass server (as guestpass_authenticator): replica p_replica stops tracking the meta of ref p_ref (key p_key, '
+    'topic p_topic, app p_app); logs a PRESENCE leave {"joins":{},"leaves":{key:{"metas":[meta + phx_ref]}}} with '
+    'origin p_replica and returns true, or returns false when the replica held no such meta.';
+revoke all on function guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text) from public;
+grant execute on function guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text)
+    to guestpass_authenticator;
+
+-- A topic's state, for presence_state after a join: every tracked meta (leases past due included: they are present
+-- until realtime_presence_expire logs their leave), by key, oldest first. Build {key: {"metas": [meta…]}} from it.
+create or replace function guestpass_server.realtime_presence_state(p_app uuid, p_topic text)
+    returns table (presence_key text, phx_ref text, meta text)
+    language sql
+    stable
+    security definer
+    set search_path = ''
+    as $$
+    select p.presence_key, p.phx_ref, guestpass.realtime_presence_meta(p.meta, p.phx_ref)::text
+    from guestpass.realtime_presence as p
+    where p.app_id = p_app and p.topic = p_topic
+    order by p.presence_key, p.tracked_at, p.phx_ref
+$$;
+
+comment on function guestpass_server.realtime_presence_state(uuid, text) is
+    'GuestPass server (as guestpass_authenticator): every meta tracked on topic p_topic of app p_app, by presence '
+    'key and then oldest first: (presence_key, phx_ref, meta) with meta the JSON text of the meta with its phx_ref.';
+revoke all on function guestpass_server.realtime_presence_state(uuid, text) from public;
+grant execute on function guestpass_server.realtime_presence_state(uuid, text) to guestpass_authenticator;
+
+-- Renew every lease of a replica in one statement. Returns how many it renewed: fewer than the replica holds means
+-- some expired (the replica stalled past its lease and another replica logged their leaves) or were lost in a crash
+-- of the database (the table is unlogged): track those again.
+create or replace function guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval)
+    returns integer
+    language sql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+    with renewed as (
+        update guestpass.realtime_presence as p
+        set lease_until = guestpass.clock() + p_lease
+        where p.replica = p_replica
+        returning 1
+    )
+    select count(*)::integer from renewed
+$$;
+
+comment on function guestpass_server.realtime_presence_renew(uuid, interval) is
+    'GuestPass server (as guestpass_authenticator): extends every lease of replica p_replica to now + p_lease and '
+    'returns how many; fewer than the replica tracks means the others expired or were lost: track them again.';
+revoke all on function guestpass_server.realtime_presence_renew(uuid, interval) from public;
+grant execute on function guestpass_server.realtime_presence_renew(uuid, interval) to guestpass_authenticator;
+
+-- Expire: delete every lease past due (its replica died or stalled) and log, per app and topic, one PRESENCE diff
+-- with their leaves. Several replicas may run it at once: DELETE … RETURNING hands each row to exactly one of them
+-- (the others wait for its row lock, then find the row gone, or renewed and no longer past due), so each leave is
+-- logged once. Origin null: every replica delivers it, the caller included. Returns the metas removed.
+create or replace function guestpass_server.realtime_presence_expire()
+    returns table (app_id uuid, topic text, presence_key text, phx_ref text, replica uuid)
+    language sql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+    with gone as (
+        delete from guestpass.realtime_presence as p
+        where p.lease_until < guestpass.clock()
+        returning p.app_id, p.topic, p.presence_key, p.phx_ref, p.replica, p.meta, p.tracked_at
+    ),
+    by_key as (
+        select g.app_id, g.topic, g.presence_key,
+               pg_catalog.jsonb_agg(guestpass.realtime_presence_meta(g.meta, g.phx_ref) order by g.tracked_at, g.phx_ref)
+                   as metas
+        from gone as g
+        group by g.app_id, g.topic, g.presence_key
+    ),
+    logged as (
+        insert into guestpass.realtime_changes (kind, app_id, topic, record)
+        select 'PRESENCE', k.app_id, k.topic,
+               pg_catalog.jsonb_build_object(
+                   'joins', '{}'::jsonb,
+                   'leaves', pg_catalog.jsonb_object_agg(k.presence_key, pg_catalog.jsonb_build_object('metas', k.metas))
+               )
+        from by_key as k
+        group by k.app_id, k.topic
+        returning 1
+    )
+    select g.app_id, g.topic, g.presence_key, g.phx_ref, g.replica
+    from gone as g
+    order by g.app_id, g.topic, g.presence_key, g.phx_ref
+$$;
+
+comment on function guestpass_server.realtime_presence_expire() is
+    'GuestPass server (as guestpass_authenticator): deletes every presence lease past due and logs one PRESENCE '
+    'leave diff per app and topic (origin null); returns the removed metas (app_id, topic, presence_key, phx_ref, '
+    'replica). Safe on several replicas at once: each lease is removed, and its leave logged, by exactly one call.';
+revoke all on function guestpass_server.realtime_presence_expire() from public;
+grant execute on function guestpass_server.realtime_presence_expire() to guestpass_authenticator;
+
+-- Session liveness for the server's periodic check of signed-in subscribers: a channel whose session was signed out,
+-- ended by a device revocation (revoke_device sets the sessions' revoked_at) or deleted with its user is closed.
+create or replace function guestpass_server.realtime_live_sessions(p_sessions uuid[])
+    returns table (session_id uuid)
+    language sql
+    stable
+    security definer
+    set search_path = ''
+    as $$
+    select s.id
+    from guestpass.sessions as s
+    where s.id = any (p_sessions) and s.revoked_at is null
+$$;
+
+comment on function guestpass_server.realtime_live_sessions(uuid[]) is
+    'GuestPass server (as guestpass_authenticator): of the sessions p_sessions, the ones still live (not revoked, '
+    'not deleted with their user). Realtime closes the channels of the others.';
+revoke all on function guestpass_server.realtime_live_sessions(uuid[]) from public;
+grant execute on function guestpass_server.realtime_live_sessions(uuid[]) to guestpass_authenticator;
