@@ -65,6 +65,7 @@ do $$ begin
         alter publication supabase_realtime add table {PROBE_SCHEMA}.probe;
     end if;
 end $$;
+select count(*) from guestpass_server.realtime_sync();
 """
 
 SERVER_ENV = dict(

@@ -87,9 +87,9 @@ def test_the_join_reply_echoes_bindings_verbatim_and_changes_come_as_arrays(v2_s
             face = await rest.insert("readings", {"kind": "face"})
             await rest.update("readings", face["id"], {"kind": "coffee"})
             await rest.delete("readings", palm["id"])
-            log = await rest.insert("device_logs", {"message": "control"})
-            await socket.wait(lambda f: f.event == "postgres_changes" and f.payload["data"]["table"] == "device_logs",
-                              "the device_logs insert")
+            control = await rest.insert("readings", {"kind": "palm", "content": {"control": True}})
+            await socket.wait(lambda f: f.event == "postgres_changes" and f.payload["data"].get("record", {}).get("id")
+                              == control["id"], "the control insert")
             changes = [f for f in socket.frames if f.event == "postgres_changes"]
             for frame in changes:
                 assert frame.join_ref is None and frame.ref is None and frame.topic == TOPIC, frame.raw
@@ -100,12 +100,37 @@ def test_the_join_reply_echoes_bindings_verbatim_and_changes_come_as_arrays(v2_s
                 ("INSERT", palm["id"], [ids[0]]),
                 ("UPDATE", face["id"], [ids[4]]),
                 ("DELETE", palm["id"], sorted({ids[0], ids[2]})),
-                ("INSERT", log["id"], [ids[1]]),
+                ("INSERT", control["id"], [ids[0]]),
             ], seen
             data = changes[0].payload["data"]
             assert data["columns"] == READINGS_COLUMNS and COMMIT_TIMESTAMP.match(data["commit_timestamp"]), data
             assert data["errors"] is None and data["record"]["kind"] == "palm" and "old_record" not in data, data
             assert not socket.framing_errors, socket.framing_errors
+        finally:
+            await socket.close()
+
+    run_async(body())
+
+
+def test_a_filter_on_one_table_does_not_stop_another_tables_changes(v2_server, v2_apps):
+    """One channel, a filtered binding on readings and an unfiltered one on device_logs (a common shape: supabase-js
+    apps listen to several tables on one channel): the device_logs insert arrives."""
+    app, _ = v2_apps
+
+    async def body():
+        guest = await sign_up(v2_server, app)
+        socket = await RawSocket.open(v2_server, app.publishable_key)
+        try:
+            topic = f"realtime:two-tables-{uuid.uuid4().hex[:6]}"
+            _, reply, system = await socket.join(topic, access_token=guest["access_token"], bindings=[
+                {"event": "*", "schema": "public", "table": "readings", "filter": "kind=eq.palm"},
+                {"event": "INSERT", "schema": "public", "table": "device_logs"}])
+            assert system.payload["status"] == "ok", system.raw
+            log = await Rest.guest(v2_server, app, guest["access_token"]).insert("device_logs", {"message": "hello"})
+            got = await socket.wait(lambda f: f.event in ("postgres_changes", "system") and f is not system,
+                                    "the device_logs insert")
+            assert got.event == "postgres_changes" and got.payload["data"]["record"]["id"] == log["id"], got.raw
+            assert got.payload["ids"] == [reply.payload["response"]["postgres_changes"][1]["id"]], got.raw
         finally:
             await socket.close()
 
