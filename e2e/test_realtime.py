@@ -17,7 +17,7 @@ Every absence is asserted after a positive control (see realtime_support).
 
 from __future__ import annotations
 
-import asyncio
+import json
 import re
 import time
 import uuid
@@ -120,7 +120,8 @@ def check_event(payload: dict, joined, index: int, type_: str, table: str = "rea
                 columns=READINGS_COLUMNS) -> dict:
     """The shape of one postgres_changes payload as supabase-py and supabase-js read it; returns `data`."""
     data = payload["data"]
-    assert payload["ids"] == [binding_id(joined, index)], payload["ids"]
+    all_ids = {binding_id(joined, i) for i in range(len(joined.channel.postgres_changes_callbacks))}
+    assert binding_id(joined, index) in payload["ids"] and set(payload["ids"]) <= all_ids, payload["ids"]
     assert data["schema"] == schema and data["table"] == table and data["type"] == type_, data
     assert COMMIT_TIMESTAMP.match(data["commit_timestamp"]), data["commit_timestamp"]
     assert data["errors"] is None and data["columns"] == columns, data
@@ -134,12 +135,15 @@ def check_event(payload: dict, joined, index: int, type_: str, table: str = "rea
 def test_the_socket_is_refused_before_the_upgrade_in_gotrue_shape(rt_server, apps):
     app, _ = apps
 
-    async def refused(url: str) -> tuple[int, dict]:
+    async def refused(url: str) -> tuple[int, dict | bytes]:
         with pytest.raises(websockets.exceptions.InvalidStatus) as caught:
             async with websockets.connect(url, open_timeout=10):
                 pass
         response = caught.value.response
-        return response.status_code, __import__("json").loads(response.body)
+        try:
+            return response.status_code, json.loads(response.body)
+        except ValueError:
+            return response.status_code, response.body
 
     async def body():
         cases = [
@@ -149,11 +153,14 @@ def test_the_socket_is_refused_before_the_upgrade_in_gotrue_shape(rt_server, app
             (socket_url(rt_server, app.publishable_key, "3.0.0"), 400, "unsupported_vsn"),
             (socket_url(rt_server, app.publishable_key, ""), 400, "unsupported_vsn"),
         ]
+        problems = []
         for url, status, code in cases:
             got_status, got = await refused(url)
             shown = url.replace(app.secret_key, "<secret>")
-            assert got_status == status and got.get("code") == code, f"{shown}: {got_status} {got}"
-            assert isinstance(got.get("message"), str) and got["message"], got
+            if not (got_status == status and isinstance(got, dict) and got.get("code") == code
+                    and isinstance(got.get("message"), str) and got["message"]):
+                problems.append(f"{shown}: expected {status} {code}, got {got_status} {got!r}")
+        assert not problems, "refused upgrades:\n" + "\n".join(problems)
 
         # Absent vsn is 1.0.0 (objects), and the path may end with a slash.
         for path in ("/realtime/v1/websocket", "/realtime/v1/websocket/"):
@@ -628,7 +635,8 @@ def test_broadcast_between_two_devices_of_one_user(rt_server, rt_server_b, apps)
 
             await d1.channel.send_broadcast("cursor", {"x": 1, "y": [2, 3]})
             got = await d2.wait_broadcast(lambda b: b["event"] == "cursor", "the cursor on device two")
-            assert got == {"type": "broadcast", "event": "cursor", "payload": {"x": 1, "y": [2, 3]}}, got
+            # (supabase-py's BroadcastPayload keeps event, payload and meta; the raw frames are checked in test_realtime_v2.)
+            assert got == {"event": "cursor", "payload": {"x": 1, "y": [2, 3]}}, got
             await d3.wait_broadcast(lambda b: b["event"] == "cursor", "the cursor on the other replica")
             await d2.channel.send_broadcast("pong", {})  # written after the cursor was delivered
             await d1.wait_broadcast(lambda b: b["event"] == "pong", "the pong on device one")
