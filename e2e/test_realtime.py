@@ -453,6 +453,42 @@ def test_columns_the_role_cannot_select_are_cut(rt_server, apps, database, probe
     run_async(body())
 
 
+def test_a_policy_that_raises_for_one_subscriber_costs_only_that_subscriber(rt_server, apps, database):
+    """A table whose SELECT policy raises for guest B only (a uuid cast to int, at run time): B's channel is told with
+    a `system` error, A's keeps receiving (Supabase's realtime#2093: one raising policy stopped everyone)."""
+    app, _ = apps
+
+    async def body():
+        a, b = await sign_up(rt_server, app), await sign_up(rt_server, app)
+        table = f"{PROBE_SCHEMA}.fragile_{uuid.uuid4().hex[:8]}"
+        psql(database.super_url, f"""
+            create table {table} (id bigint generated always as identity primary key, app_id uuid not null,
+                                  user_id uuid not null, label text not null);
+            alter table {table} enable row level security;
+            grant select on {table} to authenticated;
+            create policy fragile on {table} for select to authenticated using (
+                app_id = (select auth.app_id())
+                and (case when (select auth.uid()) = '{b['user']['id']}' then (user_id::text)::int else 1 end) = 1);
+            alter publication supabase_realtime add table {table};
+            select count(*) from guestpass_server.realtime_sync();
+        """)
+        name = table.split(".")[1]
+        clients = [await open_client(rt_server, app, a["access_token"]), await open_client(rt_server, app, b["access_token"])]
+        try:
+            ca, cb = [await join(client, "fragile", [("*", name, None, PROBE_SCHEMA)]) for client in clients]
+            inserted = psql(database.super_url, f"insert into {table} (app_id, user_id, label) values "
+                                                f"('{app.app_id}', '{a['user']['id']}', 'for everyone in the app') returning id")
+            await ca.wait_change(lambda p: p["data"]["record"]["id"] == int(inserted), what="A's change")
+            await until(lambda: cb.errors, lambda: f"B's system error: {cb.describe()}")
+            assert cb.errors[0]["extension"] == "postgres_changes" and cb.errors[0]["status"] == "error", cb.describe()
+            assert cb.changes == []
+        finally:
+            await close_clients(*clients)
+            psql(database.super_url, f"alter publication supabase_realtime drop table {table}; drop table {table}")
+
+    run_async(body())
+
+
 # ---------------------------------------------------------------- identity: refresh, switch, expiry, revocation
 
 

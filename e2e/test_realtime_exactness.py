@@ -42,7 +42,7 @@ DELIVERY_TIMEOUT = 30.0
 
 def seeds() -> list[int]:
     extra = os.environ.get("GUESTPASS_RT_EXACT_SEEDS", "")
-    return [int(s) for s in extra.split(",") if s.strip()] or [1, 2, 3]
+    return [int(s) for s in extra.split(",") if s.strip()] or [1, 2, 3, 4, 5]
 
 
 @pytest.fixture(scope="module")
@@ -331,10 +331,10 @@ def test_every_committed_change_exactly_once_in_order_per_row(replicas, people, 
             long_txn = await asyncio.to_thread(LongTransaction, plan, super_url, long_plan)
             long_rows = {op.row.id for op in long_plan.ops}
 
-            phase1 = plan.inserts(12)
+            phase1 = plan.inserts(16)
             await asyncio.to_thread(run_writers, plan, super_url, phase1)
             first_rows = [op.row for txn in phase1 for op in txn.ops if op.kind == "insert"]
-            phase2 = plan.updates(16, first_rows)
+            phase2 = plan.updates(24, first_rows)
             await asyncio.to_thread(run_writers, plan, super_url, phase2)
             doomed = plan.rng.sample(first_rows, len(first_rows) // 3)
             kept = [row for row in first_rows if row not in doomed]
@@ -364,6 +364,10 @@ def test_every_committed_change_exactly_once_in_order_per_row(replicas, people, 
             assert not problems, f"seed {seed}, run {plan.run}, after the long commit:\n" + "\n".join(problems[:30])
             for s in subscribers:
                 assert not s.socket.framing_errors and s.socket.close_code is None, s.socket.describe()
+            expected = expected_events(plan, committed)
+            print(f"seed {seed}: {len(plan.txns)} transactions, {len(aborted)} aborted, {len(expected)} rows, "
+                  f"{sum(map(len, expected.values()))} row changes; delivered per subscriber: "
+                  f"{[len(s.delivered(plan.run)) for s in subscribers]}")
             # Every subscriber received something of its own: the check was not vacuous.
             assert all(any((d.get("record") or d["old_record"])["id"] in rows for d in s.delivered(plan.run))
                        for s in subscribers if any(r.owner == s.owner and (not s.palm_only or r.kind == "palm")

@@ -18,6 +18,7 @@ import json
 import uuid
 
 import pytest
+import websockets
 
 from realtime_support import (
     COMMIT_TIMESTAMP, READINGS_COLUMNS, RawSocket, Rest, forged_unsigned, kind3, run_async, sign_up, until,
@@ -180,6 +181,15 @@ def test_heartbeat_leave_rejoin_and_refusals(v2_server, v2_apps, database):
                 join_ref, reply, _ = await socket.join(topic, config=config, access_token=token)
                 assert json.loads(reply.raw)[:4] == [join_ref, join_ref, topic, "phx_reply"], reply.raw
                 assert reply.payload["status"] == "error" and reply.payload["response"]["reason"].startswith(reason), reply.raw
+
+            # An access_token push with the API key itself, null or an unknown event: ignored, the channel stays.
+            join_ref, reply, _ = await socket.join("realtime:ignored", access_token=guest["access_token"])
+            for payload in ({"access_token": app.publishable_key}, {"access_token": None}):
+                await socket.push("realtime:ignored", "access_token", payload, join_ref=join_ref)
+            await socket.push("realtime:ignored", "some_future_event", {"x": 1}, join_ref=join_ref)
+            ref = await socket.push("realtime:ignored", "presence", {"event": "untrack", "payload": {}}, join_ref=join_ref)
+            assert (await socket.reply(ref)).payload["status"] == "ok", socket.describe()
+            assert not [f for f in socket.frames if f.topic == "realtime:ignored" and f.event in ("system", "phx_close")]
 
             # An invalid access_token push ends a joined channel: system error, then phx_close.
             join_ref, reply, _ = await socket.join("realtime:token", access_token=guest["access_token"],
@@ -409,3 +419,41 @@ def test_message_and_broadcast_size_limits(v2_server, v2_apps):
         await heartbeat_works(v2_server, app)
 
     run_async(body())
+
+
+def test_the_101st_socket_from_one_address_is_refused_before_the_upgrade(v2_server, v2_apps):
+    """100 sockets per client address (per replica); the next upgrade is refused as HTTP 429 in GoTrue's shape."""
+    app, _ = v2_apps
+
+    async def body():
+        sockets = []
+        try:
+            for _ in range(100):
+                sockets.append(await RawSocket.open(v2_server, app.publishable_key))
+            with pytest.raises(websockets.exceptions.InvalidStatus) as caught:
+                sockets.append(await RawSocket.open(v2_server, app.publishable_key))
+            response = caught.value.response
+            assert response.status_code == 429, (response.status_code, bytes(response.body))
+            assert json.loads(response.body)["code"] == "too_many_connections", bytes(response.body)
+        finally:
+            for socket in sockets:
+                await socket.close()
+        # Closed sockets are counted out again.
+        await until_served(v2_server, app)
+
+    run_async(body())
+
+
+async def until_served(server, app) -> None:
+    async def attempt():
+        try:
+            await heartbeat_works(server, app)
+            return True
+        except websockets.exceptions.InvalidStatus:
+            return False
+
+    for _ in range(50):
+        if await attempt():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("no socket accepted 5 s after the 100 were closed")
