@@ -11,13 +11,35 @@ enum RealtimeMetrics {
     private static let open = NIOLockedValueBox((sockets: 0, channels: 0))
 
     /// A socket was upgraded, or closed.
-    static func socketOpened() { self.sockets.record(self.open.withLockedValue { $0.sockets += 1; return $0.sockets }) }
-    static func socketClosed() { self.sockets.record(self.open.withLockedValue { $0.sockets -= 1; return $0.sockets }) }
+    static func socketOpened() {
+        self.sockets.record(
+            self.open.withLockedValue {
+                $0.sockets += 1
+                return $0.sockets
+            })
+    }
+    static func socketClosed() {
+        self.sockets.record(
+            self.open.withLockedValue {
+                $0.sockets -= 1
+                return $0.sockets
+            })
+    }
 
     /// A channel was joined, or ended (`leave`, `shutdown`, `socket`).
-    static func channelOpened() { self.channels.record(self.open.withLockedValue { $0.channels += 1; return $0.channels }) }
+    static func channelOpened() {
+        self.channels.record(
+            self.open.withLockedValue {
+                $0.channels += 1
+                return $0.channels
+            })
+    }
     static func channelClosed(reason: String) {
-        self.channels.record(self.open.withLockedValue { $0.channels -= 1; return $0.channels })
+        self.channels.record(
+            self.open.withLockedValue {
+                $0.channels -= 1
+                return $0.channels
+            })
         ServiceMetrics.count("guestpass_realtime_channels_closed_total", [("reason", reason)])
     }
 

@@ -33,7 +33,7 @@ extension RealtimeSocket {
         }
         if let previous = self.hub.leave(socketID: self.id, topic: message.topic) {
             // Phoenix closes a channel joined twice before the new join.
-            self.send(joinRef: previous.joinRef, ref: previous.joinRef, topic: message.topic, event: "phx_close", payloadJSON: "{}")
+            self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: previous.joinRef))
             await self.services.presence.leaveAll(of: previous)
         }
         guard self.hub.channelCount(socketID: self.id) < self.services.limits.channelsPerSocket else {
@@ -57,10 +57,10 @@ extension RealtimeSocket {
         )
         self.hub.join(subscriber)
         RealtimeMetrics.channelOpened()
-        self.reply(message, status: "ok", response: RealtimePayloads.joinResponse(config.postgresChanges))
+        self.reply(message, RealtimePayload.joinReply(bindings: config.postgresChanges))
         if config.presence.enabled {
-            let state = (try? await self.services.presence.state(app: self.grant.appID, topic: message.topic)) ?? "{}"
-            self.send(joinRef: message.joinRef, ref: nil, topic: message.topic, event: "presence_state", payloadJSON: state)
+            let state = (try? await self.services.presence.state(app: self.grant.appID, topic: message.topic)) ?? .emptyObject
+            self.send(joinRef: message.joinRef, ref: nil, topic: message.topic, event: "presence_state", payload: state)
         }
         guard !config.postgresChanges.isEmpty else { return }
         var errors: [String] = []
@@ -72,19 +72,19 @@ extension RealtimeSocket {
         }
         let bindings = subscriber.bindings
         guard self.hub.update(socketID: self.id, topic: message.topic, joinRef: message.joinRef, { $0.bindings = bindings }) else { return }
-        let status = errors.isEmpty ? "ok" : "error"
+        let status: RealtimeStatus = errors.isEmpty ? .ok : .error
         let text =
             errors.isEmpty
             ? "Subscribed to PostgreSQL"
             : "Unable to subscribe to changes with given parameters. " + errors.joined(separator: " ")
         self.send(
             joinRef: message.joinRef, ref: nil, topic: message.topic, event: "system",
-            payloadJSON: RealtimePayloads.system(extension: "postgres_changes", status: status, message: text, channel: subscriber.channelName))
+            payload: RealtimePayload.system(.postgresChanges, status, message: text, channel: subscriber.channelName))
     }
 
     private func refuseJoin(_ message: RealtimeMessage, _ reason: String) {
         RealtimeMetrics.refused("join")
-        self.reply(message, status: "error", response: RealtimePayloads.reason(reason))
+        self.reply(message, RealtimePayload.replyError(reason: reason))
     }
 
     /// The identity a token gives: none, null, the API key itself or a new-style `sb_` key mean the key's own identity
@@ -169,9 +169,9 @@ extension RealtimeSocket {
 
     /// `phx_leave`: ok to the push, then `phx_close` with the join's ref.
     func leave(_ message: RealtimeMessage) async {
-        self.reply(message, status: "ok", response: "{}")
+        self.reply(message, RealtimePayload.reply(.ok))
         let left = self.hub.leave(socketID: self.id, topic: message.topic)
-        self.send(joinRef: message.joinRef, ref: message.joinRef, topic: message.topic, event: "phx_close", payloadJSON: "{}")
+        self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: message.joinRef))
         if let left {
             await self.services.presence.leaveAll(of: left)
             RealtimeMetrics.channelClosed(reason: "leave")

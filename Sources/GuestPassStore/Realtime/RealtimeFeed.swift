@@ -5,7 +5,11 @@ import GuestPassPostgres
 public struct CapturedChange: Sendable {
     /// What the row records.
     public enum Kind: String, Sendable {
-        case insert = "INSERT", update = "UPDATE", delete = "DELETE", broadcast = "BROADCAST", presence = "PRESENCE"
+        case insert = "INSERT"
+        case update = "UPDATE"
+        case delete = "DELETE"
+        case broadcast = "BROADCAST"
+        case presence = "PRESENCE"
     }
 
     public let seq: Int64
