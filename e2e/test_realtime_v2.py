@@ -19,6 +19,7 @@ import uuid
 
 import pytest
 import websockets
+import websockets.asyncio.client
 
 from realtime_support import (
     COMMIT_TIMESTAMP, READINGS_COLUMNS, RawSocket, Rest, forged_unsigned, kind3, run_async, sign_up, until,
@@ -457,3 +458,84 @@ async def until_served(server, app) -> None:
             return
         await asyncio.sleep(0.1)
     raise AssertionError("no socket accepted 5 s after the 100 were closed")
+
+
+def test_a_select_column_subset_is_served_or_refused(v2_server, v2_apps):
+    """`select` (supabase-py's `on_postgres_changes(select=…)`, supabase-js's binding `select`): the README says the
+    join refuses it; serving it would send only those columns and the primary key. Subscribing ok and then sending
+    every column is neither."""
+    app, _ = v2_apps
+
+    async def body():
+        guest = await sign_up(v2_server, app)
+        socket = await RawSocket.open(v2_server, app.publishable_key)
+        try:
+            topic = f"realtime:select-{uuid.uuid4().hex[:6]}"
+            _, reply, system = await socket.join(topic, access_token=guest["access_token"], bindings=[
+                {"event": "INSERT", "schema": "public", "table": "readings", "select": ["kind"]}])
+            if system.payload["status"] == "error":
+                return
+            row = await Rest.guest(v2_server, app, guest["access_token"]).insert("readings", {"kind": "palm"})
+            got = await socket.wait(lambda f: f.event == "postgres_changes", "the insert")
+            assert set(got.payload["data"]["record"]) == {"id", "kind"}, (
+                f"system said {system.payload['message']!r} and the record has every column: {got.raw[:400]}")
+            assert got.payload["data"]["record"]["id"] == row["id"]
+        finally:
+            await socket.close()
+
+    run_async(body())
+
+
+def test_a_client_that_stops_reading_is_disconnected_not_buffered(v2_server, v2_apps):
+    """A socket that stops reading while broadcasts pour in: the server queues at most 1,000 frames or 8 MiB for it,
+    then closes it (1008) instead of growing; the sockets of the topic that read get every broadcast."""
+    app, _ = v2_apps
+
+    async def body():
+        topic = f"realtime:slow-{uuid.uuid4().hex[:6]}"
+        senders = [await RawSocket.open(v2_server, app.publishable_key) for _ in range(3)]
+        reader = await RawSocket.open(v2_server, app.publishable_key)
+        # The slow client: joins, then never reads again (websockets stops reading the TCP socket once its queue of
+        # 4 messages is full, so the server's writes back up).
+        slow = await websockets.asyncio.client.connect(
+            f"ws://127.0.0.1:{v2_server.port}/realtime/v1/websocket?apikey={app.publishable_key}&vsn=2.0.0",
+            max_size=None, max_queue=4, ping_interval=None)
+        try:
+            await slow.send(json.dumps(["1", "1", topic, "phx_join", {"config": {}}]))
+            assert json.loads(await asyncio.wait_for(slow.recv(), 10))[4]["status"] == "ok"
+            await reader.join(topic)
+            refs = [(await sender.join(topic))[0] for sender in senders]
+            # 100 KiB each, 20 a second per sender (3 senders: 6 MB/s, 360 in all, 36 MB): paced so that one poll's
+            # batch stays well under a socket's 8 MiB queue (a reading socket keeps up), while the socket that does
+            # not read falls behind by far more than its queue and the kernel's buffers hold.
+            chunk = "s" * (100 * 1024)
+            count = 0
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            for n in range(120):
+                for sender, join_ref in zip(senders, refs):
+                    await sender.push(topic, "broadcast", {"type": "broadcast", "event": "load",
+                                                           "payload": {"n": count, "s": chunk}}, join_ref=join_ref)
+                    count += 1
+                # Pacing, not a wait for correctness: the next send time of a 50 ms cadence.
+                await asyncio.sleep(max(0.0, started + (n + 1) * 0.05 - loop.time()))
+            await until(lambda: sum(f.event == "broadcast" for f in reader.frames) == count,
+                        lambda: f"all {count} broadcasts on the reading socket: {reader.describe(2)}", timeout=60)
+            # Now read the slow socket: what was queued, then the close.
+            received = 0
+            try:
+                while True:
+                    await asyncio.wait_for(slow.recv(), 10)
+                    received += 1
+            except websockets.ConnectionClosed:
+                pass
+            assert slow.close_code == 1008, (slow.close_code, slow.close_reason, received)
+            assert received < count, f"the slow socket was sent all {count} broadcasts: nothing was bounded"
+            for socket in [reader, *senders]:
+                assert socket.close_code is None, socket.describe(2)
+        finally:
+            await slow.close()
+            for socket in [reader, *senders]:
+                await socket.close()
+
+    run_async(body(), timeout=180)
