@@ -87,7 +87,8 @@ struct RealtimeDispatch: Sendable {
         guard !relevant.isEmpty else { return }
         var filterIndex: [[RealtimeCondition]: Int] = [:]
         var filters: [[RealtimeCondition]] = []
-        for binding in channels.flatMap(\.bindings) where filterIndex[binding.conditions] == nil {
+        let tableBindings = channels.flatMap(\.bindings).filter { $0.schema == schema && $0.table == name }
+        for binding in tableBindings where filterIndex[binding.conditions] == nil {
             filterIndex[binding.conditions] = filters.count
             filters.append(binding.conditions)
         }
@@ -108,9 +109,11 @@ struct RealtimeDispatch: Sendable {
         for (index, change) in relevant.enumerated() where verdicts.visible[2 * index] {
             var data: RealtimeJSON?
             for channel in channels {
-                let ids = channel.bindings.filter { binding in
-                    binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!]
-                }.map(\.id)
+                var ids: [Int] = []
+                for binding in channel.bindings
+                where binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!] && !ids.contains(binding.id) {
+                    ids.append(binding.id)
+                }
                 guard !ids.isEmpty else { continue }
                 if data == nil {
                     data = RealtimeChangeEvent.data(

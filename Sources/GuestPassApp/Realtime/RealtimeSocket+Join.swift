@@ -103,6 +103,9 @@ extension RealtimeSocket {
             return .failure(RealtimeRefusal("Invalid access token"))
         }
         guard verified.appID == self.grant.appID else { return .failure(RealtimeRefusal("The access token belongs to another app")) }
+        // The verifier's leeway is for clock skew on requests; a channel would only be closed a second later.
+        let now = Int(Date().timeIntervalSince1970)
+        guard verified.expiresAt > now else { return .failure(RealtimeRefusal("Token has expired \(now - verified.expiresAt) seconds ago")) }
         let caller = Caller(grant: self.grant, token: verified, clientAddress: self.address)
         return .success(SubscriberIdentity(identity: caller.identity, sessionID: verified.sessionID, expiresAt: verified.expiresAt))
     }
@@ -139,7 +142,8 @@ extension RealtimeSocket {
         guard table.published else {
             return .failure(RealtimeRefusal("Table \(schema).\(tableName) is not in the supabase_realtime publication."))
         }
-        guard table.readable else { return .failure(RealtimeRefusal("Unauthorized: role \(role.rawValue) cannot read \(schema).\(tableName).")) }
+        // A role that cannot read the table is subscribed all the same and receives nothing, as on Supabase: an error
+        // here would make supabase-py rejoin forever.
         let conditions: [RealtimeCondition]
         do {
             conditions = try binding.parsedFilter().conditions.map { condition in
@@ -154,7 +158,8 @@ extension RealtimeSocket {
             return .failure(RealtimeRefusal("Invalid filter: \(error)"))
         }
         for condition in conditions {
-            guard table.column(condition.column)?.selectable == true else {
+            // A column the role cannot read would let events reveal its values: refused, unless nothing is readable.
+            guard let column = table.column(condition.column), column.selectable || !table.readable else {
                 return .failure(RealtimeRefusal("invalid column for filter \(condition.column)"))
             }
         }

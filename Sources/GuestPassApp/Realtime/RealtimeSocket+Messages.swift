@@ -20,6 +20,10 @@ extension RealtimeSocket {
             RealtimeMetrics.refused("broadcast_size")
             return answer(RealtimePayload.replyError(reason: "payload_size_exceeded"))
         }
+        guard self.countBroadcast(bytes: payload.text.utf8.count) else {
+            RealtimeMetrics.refused("broadcast_rate")
+            return answer(RealtimePayload.replyError(reason: "rate_limited: too many broadcast bytes per second"))
+        }
         do {
             try await self.services.feed.broadcast(app: channel.appID, topic: topic, event: event, payload: payload.text, origin: self.id)
             RealtimeMetrics.broadcastSent()

@@ -20,6 +20,7 @@ actor RealtimeSocket {
     let services: RealtimeServices
     let logger: Logger
     private var messageWindow = (start: ContinuousClock.now, count: 0)
+    private var broadcastWindow = (start: ContinuousClock.now, bytes: 0)
     /// When the client last sent anything (read by the idle check without waiting for the actor).
     nonisolated let lastSeen = NIOLockedValueBox(ContinuousClock.now)
 
@@ -67,6 +68,15 @@ actor RealtimeSocket {
             return
         }
         await self.broadcast(topic: push.topic, joinRef: push.joinRef, ref: push.ref, event: push.event, payload: payload)
+    }
+
+    /// Counts a broadcast's bytes against the per-second budget; false when it would exceed it.
+    func countBroadcast(bytes: Int) -> Bool {
+        let now = ContinuousClock.now
+        if self.broadcastWindow.start.duration(to: now) >= .seconds(1) { self.broadcastWindow = (now, 0) }
+        guard self.broadcastWindow.bytes + bytes <= self.services.limits.broadcastBytesPerSecond else { return false }
+        self.broadcastWindow.bytes += bytes
+        return true
     }
 
     private func countMessage() -> Bool {
