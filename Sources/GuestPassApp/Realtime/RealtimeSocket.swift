@@ -20,7 +20,7 @@ actor RealtimeSocket {
     let services: RealtimeServices
     let logger: Logger
     private var messageWindow = (start: ContinuousClock.now, count: 0)
-    private var broadcastWindow = (start: ContinuousClock.now, bytes: 0)
+    private var broadcastBucket: (at: ContinuousClock.Instant, bytes: Double)
     /// When the client last sent anything (read by the idle check without waiting for the actor).
     nonisolated let lastSeen = NIOLockedValueBox(ContinuousClock.now)
 
@@ -32,6 +32,7 @@ actor RealtimeSocket {
         self.services = services
         self.logger = logger
         self.outbox = RealtimeOutbox(maxFrames: services.limits.outboxFrames, maxBytes: services.limits.outboxBytes)
+        self.broadcastBucket = (ContinuousClock.now, Double(services.limits.broadcastBurstBytes))
     }
 
     var hub: RealtimeHub { self.services.hub }
@@ -70,12 +71,19 @@ actor RealtimeSocket {
         await self.broadcast(topic: push.topic, joinRef: push.joinRef, ref: push.ref, event: push.event, payload: payload)
     }
 
-    /// Counts a broadcast's bytes against the per-second budget; false when it would exceed it.
+    /// Takes a broadcast's bytes from the socket's token bucket; false when it holds too few.
     func countBroadcast(bytes: Int) -> Bool {
         let now = ContinuousClock.now
-        if self.broadcastWindow.start.duration(to: now) >= .seconds(1) { self.broadcastWindow = (now, 0) }
-        guard self.broadcastWindow.bytes + bytes <= self.services.limits.broadcastBytesPerSecond else { return false }
-        self.broadcastWindow.bytes += bytes
+        let elapsed = self.broadcastBucket.at.duration(to: now)
+        let refill =
+            (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            * Double(self.services.limits.broadcastBytesPerSecond)
+        let available = min(Double(self.services.limits.broadcastBurstBytes), self.broadcastBucket.bytes + refill)
+        guard available >= Double(bytes) else {
+            self.broadcastBucket = (now, available)
+            return false
+        }
+        self.broadcastBucket = (now, available - Double(bytes))
         return true
     }
 
