@@ -56,6 +56,12 @@ public final class PostgresPool: Service, Sendable {
         return try await self.withConnection { try await $0.run { try $0.execute(statement) } }
     }
 
+    /// Runs a multi-statement script (simple protocol) on any connection: set-up and DDL, one round trip.
+    @discardableResult
+    public func executeScript(_ sql: String) async throws -> [PostgresResult] {
+        try await self.withConnection { try await $0.executeScript(sql) }
+    }
+
     // MARK: Hand-back
 
     /// Returns the connection or closes it, by psycopg_pool's rule: idle → keep; in a transaction or failed →
