@@ -4,6 +4,7 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(
@@ -81,7 +82,8 @@ let package = Package(
             path: "sql",
             exclude: ["examples", "tests", "schema.sql"],
             sources: ["CoreMigrations.swift"],
-            resources: [.copy("migrations")]
+            resources: [.copy("migrations")],
+            swiftSettings: swiftSettings
         ),
         /// The migration runner behind `guestpass migrate`.
         .target(

@@ -1,7 +1,7 @@
 import GuestPassApple
-import GuestPassPostgres
-import Logging
-import Prometheus
+public import GuestPassPostgres
+public import Logging
+public import Prometheus
 import Foundation
 
 /// Everything `guestpass serve` needs, read from environment variables.

@@ -1,6 +1,6 @@
 import GuestPassPostgres
-import Hummingbird
-import Logging
+public import Hummingbird
+public import Logging
 import ServiceLifecycle
 import GuestPassStore
 

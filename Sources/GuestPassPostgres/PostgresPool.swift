@@ -1,6 +1,6 @@
-import Logging
+public import Logging
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// A bounded pool of libpq connections.
 ///

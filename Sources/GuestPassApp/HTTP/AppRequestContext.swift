@@ -1,6 +1,6 @@
 import Foundation
 import GuestPassPostgres
-import Hummingbird
+public import Hummingbird
 import NIOConcurrencyHelpers
 import NIOCore
 
