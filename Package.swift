@@ -153,7 +153,6 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -166,7 +165,7 @@ let package = Package(
         .target(
             name: "GuestPassDevStack",
             dependencies: [
-                "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
+                "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
