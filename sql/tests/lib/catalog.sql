@@ -4,6 +4,10 @@
 -- "The request roles" are anon, authenticated, service_role and the login role guestpass_authenticator (NOINHERIT,
 -- so it shows what PUBLIC holds). Safe to include more than once (create or replace).
 --   pg_temp.executors(fn): the request roles that may EXECUTE fn, comma-separated in name order ('' for none).
+--   pg_temp.executors_unlike(expected): for each "<function>": "<roles>" of the JSON object (roles as executors
+--     writes them), '<function>: <roles that may EXECUTE it>' where they differ, in order: '{}' when every function is
+--     executable by exactly the roles given. guestpass_authenticator (NOINHERIT) holds what PUBLIC holds, so a
+--     function PUBLIC may execute differs from any list without it.
 --   pg_temp.public_may_execute(fn): whether PUBLIC itself holds EXECUTE on fn (by its ACL, or the default ACL when it
 --     has none).
 --   pg_temp.proc_traits(fn): '<name> <volatility> <security definer> <config>' of fn, e.g.
@@ -162,6 +166,19 @@ as $$
         where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
           and not pg_catalog.has_table_privilege(r.oid, p_table, 'UPDATE')
           and cardinality(pg_temp.updatable_columns(p_table, r.rolname)) > 0
+        order by 1
+    )
+$$;
+
+create or replace function pg_temp.executors_unlike(p_expected jsonb)
+returns text[]
+language sql
+stable
+as $$
+    select array(
+        select e.key || ': ' || pg_temp.executors(e.key::regprocedure)
+        from jsonb_each_text(p_expected) as e
+        where pg_temp.executors(e.key::regprocedure) <> e.value
         order by 1
     )
 $$;
