@@ -20,8 +20,7 @@ struct MigrationRunnerTests {
     func applyOnceThenNothing() async throws {
         let folder = try MigrationFolder()
         try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let files = try folder.load()
             let started = Date()
 
@@ -45,12 +44,12 @@ struct MigrationRunnerTests {
                 #expect(row.appliedAt >= started.addingTimeInterval(-5) && row.appliedAt <= Date().addingTimeInterval(5))
             }
 
-            let second = try await runner.up(core: [], app: try folder.load())
+            let second = try await runner.up(folder)
             #expect(second.applied.isEmpty)
             #expect(try await historyCount(pool) == 3)
             #expect(try await count(pool, "select count(*) from t1") == 1, "0001 must not have run twice")
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .applied])
         }
     }
@@ -62,8 +61,7 @@ struct MigrationRunnerTests {
         try await CoreRoles.ensure()
         let core = try MigrationFile.load(from: CoreMigrations.directory, scope: .core)
         #expect(!core.isEmpty)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let first = try await runner.up(core: core, app: nil)
             #expect(first.applied.map(\.version) == core.map(\.version))
             let rows = try await historyRows(pool)
@@ -86,25 +84,19 @@ struct MigrationRunnerTests {
     func editedFileRefused() async throws {
         let folder = try MigrationFolder()
         try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
             let recorded = try await historyRows(pool)
 
             try folder.write("0002_create_t2.sql", "-- second table, edited\ncreate table t2 (id bigint primary key);\n")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("edited"), "message should say the file was edited: \(message)")
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "edited")
 
             #expect(!(try await tableExists(pool, "t4")), "0004 must not be applied when the history is refused")
             #expect(try await historyCount(pool) == 3)
             #expect(try await historyRows(pool).map(\.checksum) == recorded.map(\.checksum), "the recorded checksums stay")
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .changed, .applied, .pending])
             #expect(status.contains { $0.needsAttention })
         }
@@ -114,22 +106,16 @@ struct MigrationRunnerTests {
     func missingFileRefused() async throws {
         let folder = try MigrationFolder()
         try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
 
             try folder.remove("0003_create_t3.sql")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0003_create_t3.sql"), "message should name the file: \(message)")
-            #expect(message.contains("missing"), "message should say the file is missing: \(message)")
+            expect(await runner.refusal(folder), mentions: "0003_create_t3.sql", "missing")
             #expect(!(try await tableExists(pool, "t4")))
             #expect(try await historyCount(pool) == 3)
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .missing, .pending])
         }
     }
@@ -138,19 +124,15 @@ struct MigrationRunnerTests {
     func allFilesMissingRefused() async throws {
         let folder = try MigrationFolder()
         try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
             for name in ["0001_create_t1.sql", "0002_create_t2.sql", "0003_create_t3.sql"] { try folder.remove(name) }
 
             // `status` already reports the three rows as missing …
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.missing, .missing, .missing])
             // … and `up` refuses too, even though the folder is now empty.
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(error?.description.contains("missing") == true)
+            expect(await runner.refusal(folder), mentions: "missing")
         }
     }
 
@@ -158,9 +140,8 @@ struct MigrationRunnerTests {
     func lineEndingsAreNotAnEdit() async throws {
         let folder = try MigrationFolder()
         try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
             let recorded = try await historyRows(pool)
 
             let original = String(decoding: try folder.bytes("0002_create_t2.sql"), as: UTF8.self)
@@ -171,12 +152,12 @@ struct MigrationRunnerTests {
             try folder.write("0003_create_t3.sql", bytes: withBOM)
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
 
-            let outcome = try await runner.up(core: [], app: try folder.load())
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0004"])
             #expect(try await tableExists(pool, "t4"))
             let rows = try await historyRows(pool)
             #expect(rows.prefix(3).map(\.checksum) == recorded.map(\.checksum))
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .applied, .applied])
         }
     }
@@ -189,15 +170,8 @@ struct MigrationRunnerTests {
         try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
         try folder.write("0002_create_t2.sql", "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/0;\n")
         try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("division by zero"), "message should carry the server's error: \(message)")
-            #expect(message.contains("22012"), "message should carry the SQLSTATE: \(message)")
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "division by zero", "22012")
 
             #expect(try await tableExists(pool, "t1"), "0001 was applied before 0002 failed")
             #expect(!(try await tableExists(pool, "t2")), "0002's DDL must be rolled back")
@@ -205,7 +179,7 @@ struct MigrationRunnerTests {
             #expect(try await historyRows(pool).map(\.version) == ["0001"])
 
             try folder.write("0002_create_t2.sql", "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/1;\n")
-            let outcome = try await runner.up(core: [], app: try folder.load())
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0002", "0003"])
             #expect(try await count(pool, "select count(*) from t2") == 1)
             #expect(try await tableExists(pool, "t3"))
@@ -221,14 +195,8 @@ struct MigrationRunnerTests {
         try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
         try folder.write("0002_commit_itself.sql", "create table t_commit (id int);\ncommit;\n")
         try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_commit_itself.sql"), "message should name the file: \(message)")
-            #expect(message.contains("ended the transaction itself"), "message: \(message)")
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_commit_itself.sql", "ended the transaction itself")
             #expect(try await historyRows(pool).map(\.version) == ["0001"], "no history row for the refused file")
             #expect(!(try await tableExists(pool, "t3")), "nothing after the refused file runs")
 
@@ -236,7 +204,7 @@ struct MigrationRunnerTests {
             #expect(!(try await tableExists(pool, "t_commit")), "the file's own COMMIT failed, so its DDL rolled back")
             // Still refused on the next run (no history row, so it is pending again and fails the same way).
             await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
+                _ = try await runner.up(folder)
             }
         }
     }
@@ -253,9 +221,8 @@ struct MigrationRunnerTests {
             "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n"
         )
         #expect(try folder.load().map(\.transactional) == [true, false])
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let outcome = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0001", "0002"])
             #expect(
                 try await count(
@@ -266,7 +233,7 @@ struct MigrationRunnerTests {
             let rows = try await historyRows(pool)
             #expect(rows.map(\.transactional) == [true, false])
             #expect(rows.map(\.success) == [true, true])
-            #expect(try await runner.up(core: [], app: try folder.load()).applied.isEmpty)
+            #expect(try await runner.up(folder).applied.isEmpty)
         }
     }
 
@@ -275,21 +242,14 @@ struct MigrationRunnerTests {
         let folder = try MigrationFolder()
         try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
         try folder.write("0002_index_missing.sql", "-- migrate:no-transaction\ncreate index concurrently nope_idx on no_such_table (id);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(error?.description.contains("0002_index_missing.sql") == true)
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_index_missing.sql")
             let rows = try await historyRows(pool)
             #expect(rows.map(\.version) == ["0001", "0002"])
             #expect(rows.map(\.success) == [true, false])
 
-            let again = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(again?.description.contains("failed part-way") == true, "message: \(again?.description ?? "")")
-            let status = try await runner.status(core: [], app: try folder.load())
+            expect(await runner.refusal(folder), mentions: "failed part-way")
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .failed])
         }
     }
@@ -344,17 +304,11 @@ struct MigrationRunnerTests {
         let folder = try MigrationFolder()
         try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
         try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            #expect(try await runner.up(core: [], app: try folder.load()).applied.map(\.version) == ["0001", "0003"])
+        try await withRunner { (runner, pool) async throws in
+            #expect(try await runner.up(folder).applied.map(\.version) == ["0001", "0003"])
 
             try folder.write("0002_create_t2.sql", "create table t2 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("older than the newest applied"), "message: \(message)")
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "older than the newest applied")
             #expect(!(try await tableExists(pool, "t2")))
             #expect(try await historyRows(pool).map(\.version) == ["0001", "0003"])
         }
@@ -368,8 +322,7 @@ struct MigrationRunnerTests {
         try core.write("0001_create_c1.sql", "create table c1 (id int);\n")
         let app = try MigrationFolder()
         try app.write("0001_create_a1.sql", "create table a1 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let first = try await runner.up(core: try core.load(.core), app: try app.load(.app))
             #expect(first.applied.map { "\($0.scope.rawValue)/\($0.version)" } == ["core/0001", "app/0001"])
 
@@ -392,8 +345,7 @@ struct MigrationRunnerTests {
         try core.write("0001_create_c1.sql", "create table c1 (id int);\n")
         let app = try MigrationFolder()
         try app.write("0001_create_a1.sql", "create table a1 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             _ = try await runner.up(core: try core.load(.core), app: try app.load(.app))
             let rows = try await historyRows(pool)
             #expect(rows.map { "\($0.scope)/\($0.version)/\($0.name)" } == ["app/0001/create_a1", "core/0001/create_c1"])

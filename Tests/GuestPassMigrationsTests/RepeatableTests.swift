@@ -24,8 +24,7 @@ struct RepeatableTests {
     func appliedOnceAfterVersioned() async throws {
         let folder = try MigrationFolder()
         try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let set = try folder.loadSet()
             #expect(set.versioned.map(\.version) == ["0001"])
             #expect(set.repeatable.map(\.name) == ["a_functions", "b_views"])
@@ -43,7 +42,7 @@ struct RepeatableTests {
             // Repeatable files have their own table: the versioned history holds the versioned file only.
             #expect(try await historyRows(pool).map(\.version) == ["0001"])
 
-            let second = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let second = try await runner.up(folder)
             #expect(second.applied.isEmpty)
             #expect(try await repeatableRows(pool).map(\.appliedCount) == [1, 1])
         }
@@ -53,20 +52,19 @@ struct RepeatableTests {
     func reappliedWhenChanged() async throws {
         let folder = try MigrationFolder()
         try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
 
             try folder.write(
                 "repeatable/a_functions.sql",
                 "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) * 10 from things $$;\n")
-            let status = try await runner.status(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let status = try await runner.status(folder)
             #expect(
                 status.map { "\($0.kind.rawValue)/\($0.name)/\($0.state.rawValue)" }
                     == ["versioned/create_things/applied", "repeatable/a_functions/changed", "repeatable/b_views/applied"])
             #expect(!status.contains { $0.needsAttention }, "a changed repeatable file is not an error: up applies it")
 
-            let again = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let again = try await runner.up(folder)
             #expect(again.applied.map(\.fileName) == ["repeatable/a_functions.sql"])
             #expect(try await count(pool, "select thing_count()") == 20)
             let rows = try await repeatableRows(pool)
@@ -76,7 +74,7 @@ struct RepeatableTests {
             // CRLF line endings are not a change.
             let text = try String(decoding: folder.bytes("repeatable/b_views.sql"), as: UTF8.self)
             try folder.write("repeatable/b_views.sql", text.replacingOccurrences(of: "\n", with: "\r\n"))
-            #expect(try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet()).applied.isEmpty)
+            #expect(try await runner.up(folder).applied.isEmpty)
         }
     }
 
@@ -90,8 +88,7 @@ struct RepeatableTests {
         try app.write("0001_create_items.sql", "create table items (id int primary key, n int not null default base_default());\n")
         try app.write(
             "repeatable/functions.sql", "create or replace function item_count() returns bigint language sql as $$ select count(*) from items $$;\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let outcome = try await runner.up(core: try core.loadSet(.core), app: try app.loadSet(.app))
             #expect(
                 outcome.applied.map { "\($0.scope.rawValue)/\($0.fileName)" }
@@ -105,9 +102,8 @@ struct RepeatableTests {
     func failingLeavesNoTrace() async throws {
         let folder = try MigrationFolder()
         try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+        try await withRunner { (runner, pool) async throws in
+            _ = try await runner.up(folder)
             let recorded = try await repeatableRows(pool)
 
             // The new function is created, then the file fails: neither it nor the new body of thing_count stays.
@@ -120,19 +116,14 @@ struct RepeatableTests {
 
                 """)
             try folder.write("repeatable/b_views.sql", "create or replace view thing_ids as select id, id * 2 as twice from things;\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("repeatable/a_functions.sql"), "message should name the file: \(message)")
-            #expect(message.contains("42P01"), "message should carry the SQLSTATE: \(message)")
+            expect(await runner.refusal(folder), mentions: "repeatable/a_functions.sql", "42P01")
             #expect(try await functionBody(pool, "new_helper") == nil)
             #expect(try await count(pool, "select thing_count()") == 2, "the old body stays")
             #expect(try await repeatableRows(pool) == recorded, "the old checksum stays recorded")
             // The run stopped: the file after it was not applied either.
             #expect(try await count(pool, "select count(*) from information_schema.columns where table_name = 'thing_ids'") == 1)
 
-            let status = try await runner.status(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let status = try await runner.status(folder)
             #expect(status.filter { $0.kind == .repeatable }.map(\.state) == [.changed, .changed])
         }
     }
@@ -141,11 +132,8 @@ struct RepeatableTests {
     func ownCommitRefused() async throws {
         let folder = try MigrationFolder()
         try folder.write("repeatable/sneaky.sql", "create table sneaky (id int);\ncommit;\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: try folder.loadSet())
-            }
-            #expect(error?.description.contains("sneaky.sql") == true, "\(error?.description ?? "")")
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "sneaky.sql")
             #expect(!(try await tableExists(pool, "sneaky")))
             #expect(try await repeatableRows(pool).isEmpty)
         }
@@ -188,8 +176,7 @@ struct RepeatableTests {
     func statusStates() async throws {
         let folder = try MigrationFolder()
         try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let none = MigrationSet(versioned: [])
             let before = try await runner.status(core: none, app: try folder.loadSet())
             #expect(before.map(\.state) == [.pending, .pending, .pending])
@@ -220,8 +207,7 @@ struct RepeatableTests {
 
     @Test("a database migrated before the re-baseline is refused with the way out")
     func preBaselineHistoryRefused() async throws {
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             _ = try await runner.up(core: [], app: nil)
             _ = try await pool.execute(
                 """
