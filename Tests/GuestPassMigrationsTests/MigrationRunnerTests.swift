@@ -6,10 +6,20 @@ import GuestPassTestSupport
 import Testing
 
 /// Three files that each create a table.
-private func writeThreeTables(_ folder: MigrationFolder) throws {
-    try folder.write("0001_create_t1.sql", "-- first table\ncreate table t1 (id int primary key);\ninsert into t1 values (1);\n")
-    try folder.write("0002_create_t2.sql", "-- second table\ncreate table t2 (id int primary key, t1_id int references t1 (id));\n")
-    try folder.write("0003_create_t3.sql", "-- third table\ncreate table t3 (id int primary key);\n")
+private let threeTables: KeyValuePairs<String, String> = [
+    "0001_create_t1.sql": "-- first table\ncreate table t1 (id int primary key);\ninsert into t1 values (1);\n",
+    "0002_create_t2.sql": "-- second table\ncreate table t2 (id int primary key, t1_id int references t1 (id));\n",
+    "0003_create_t3.sql": "-- third table\ncreate table t3 (id int primary key);\n",
+]
+
+/// Runs `body` on a fresh database to which the three tables' folder has been applied: where the tests of a changed
+/// history start.
+private func withThreeTablesApplied(_ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void) async throws {
+    let folder = try MigrationFolder(threeTables)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
 }
 
 @Suite("Migration runner against a real database")
@@ -18,8 +28,7 @@ struct MigrationRunnerTests {
 
     @Test("applies a folder once; a second run applies nothing")
     func applyOnceThenNothing() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
+        let folder = try MigrationFolder(threeTables)
         try await withRunner { (runner, pool) async throws in
             let files = try folder.load()
             let started = Date()
@@ -82,10 +91,7 @@ struct MigrationRunnerTests {
 
     @Test("an applied file that was edited is refused, and nothing else is applied")
     func editedFileRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             try folder.write("0002_create_t2.sql", "-- second table, edited\ncreate table t2 (id bigint primary key);\n")
@@ -104,10 +110,7 @@ struct MigrationRunnerTests {
 
     @Test("a recorded file that is missing is refused")
     func missingFileRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
 
             try folder.remove("0003_create_t3.sql")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
@@ -122,10 +125,7 @@ struct MigrationRunnerTests {
 
     @Test("a recorded file is missing even when the folder is now empty")
     func allFilesMissingRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             for name in ["0001_create_t1.sql", "0002_create_t2.sql", "0003_create_t3.sql"] { try folder.remove(name) }
 
             // `status` already reports the three rows as missing …
@@ -138,10 +138,7 @@ struct MigrationRunnerTests {
 
     @Test("CRLF line endings (and a UTF-8 BOM) are not an edit")
     func lineEndingsAreNotAnEdit() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             let original = String(decoding: try folder.bytes("0002_create_t2.sql"), as: UTF8.self)
@@ -166,10 +163,11 @@ struct MigrationRunnerTests {
 
     @Test("a failing file leaves no trace; fixed, it applies with the files after it")
     func failingFileLeavesNoTrace() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_create_t2.sql", "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/0;\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_create_t2.sql": "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/0;\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
         try await withRunner { (runner, pool) async throws in
             expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "division by zero", "22012")
 
@@ -191,10 +189,11 @@ struct MigrationRunnerTests {
 
     @Test("a file that commits on its own is refused and leaves no history row")
     func fileWithCommitRefused() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_commit_itself.sql", "create table t_commit (id int);\ncommit;\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_commit_itself.sql": "create table t_commit (id int);\ncommit;\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
         try await withRunner { (runner, pool) async throws in
             expect(await runner.refusal(folder), mentions: "0002_commit_itself.sql", "ended the transaction itself")
             #expect(try await historyRows(pool).map(\.version) == ["0001"], "no history row for the refused file")
@@ -213,13 +212,11 @@ struct MigrationRunnerTests {
 
     @Test("a -- migrate:no-transaction file runs outside a transaction (create index concurrently)")
     func noTransactionFile() async throws {
-        let folder = try MigrationFolder()
-        try folder.write(
-            "0001_create_t1.sql", "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n")
-        try folder.write(
-            "0002_index_t1_label.sql",
-            "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n"
-        )
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n",
+            "0002_index_t1_label.sql":
+                "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n",
+        ])
         #expect(try folder.load().map(\.transactional) == [true, false])
         try await withRunner { (runner, pool) async throws in
             let outcome = try await runner.up(folder)
@@ -239,9 +236,10 @@ struct MigrationRunnerTests {
 
     @Test("a failed -- migrate:no-transaction file is recorded as failed and blocks later runs")
     func failedNoTransactionFile() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_index_missing.sql", "-- migrate:no-transaction\ncreate index concurrently nope_idx on no_such_table (id);\n")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_index_missing.sql": "-- migrate:no-transaction\ncreate index concurrently nope_idx on no_such_table (id);\n",
+        ])
         try await withRunner { (runner, pool) async throws in
             expect(await runner.refusal(folder), mentions: "0002_index_missing.sql")
             let rows = try await historyRows(pool)
@@ -258,34 +256,17 @@ struct MigrationRunnerTests {
 
     @Test("four runners started together apply each file exactly once")
     func concurrentRunners() async throws {
-        let folder = try MigrationFolder()
-        try folder.write(
-            "0001_create_counter.sql", "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n")
-        try folder.write("0002_count_two.sql", "insert into counter values ('0002');\n")
-        try folder.write("0003_count_three.sql", "insert into counter values ('0003');\n")
-        let files = try folder.load()
+        let folder = try MigrationFolder([
+            "0001_create_counter.sql": "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n",
+            "0002_count_two.sql": "insert into counter values ('0002');\n",
+            "0003_count_three.sql": "insert into counter values ('0003');\n",
+        ])
         try await withEmptyDatabase { (database, pool) async throws in
-            let url = database.ownerURL
-            let appliedCounts = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
-                        let pool = PostgresPool(configuration: PostgresConfiguration(url: url))
-                        do {
-                            let outcome = try await makeRunner(pool).up(core: [], app: files)
-                            await pool.shutdown()
-                            return outcome.applied.map(\.version)
-                        } catch {
-                            await pool.shutdown()
-                            throw error
-                        }
-                    }
-                }
-                var all: [[String]] = []
-                for try await applied in group { all.append(applied) }
-                return all
-            }
+            let appliedCounts = try await upConcurrently(4, on: database, folder)
             #expect(appliedCounts.count == 4)
-            #expect(appliedCounts.filter { $0 == ["0001", "0002", "0003"] }.count == 1, "exactly one runner applies: \(appliedCounts)")
+            #expect(
+                appliedCounts.filter { $0 == ["0001_create_counter.sql", "0002_count_two.sql", "0003_count_three.sql"] }.count == 1,
+                "exactly one runner applies: \(appliedCounts)")
             #expect(appliedCounts.filter(\.isEmpty).count == 3, "the others apply nothing: \(appliedCounts)")
             #expect(try await count(pool, "select count(*) from counter") == 3)
             #expect(try await historyCount(pool) == 3)
@@ -301,9 +282,10 @@ struct MigrationRunnerTests {
 
     @Test("a new file older than the newest applied one is refused")
     func outOfOrderRefused() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
         try await withRunner { (runner, pool) async throws in
             #expect(try await runner.up(folder).applied.map(\.version) == ["0001", "0003"])
 
@@ -362,10 +344,11 @@ struct MigrationRunnerTests {
 struct MigrationFileTests {
     @Test("loads NNNN_name.sql files sorted by number and ignores other files")
     func loadsSorted() throws {
-        let folder = try MigrationFolder()
-        try folder.write("0010_later.sql", "select 1;\n")
-        try folder.write("0002_earlier.sql", "select 1;\n")
-        try folder.write("README.md", "not a migration\n")
+        let folder = try MigrationFolder([
+            "0010_later.sql": "select 1;\n",
+            "0002_earlier.sql": "select 1;\n",
+            "README.md": "not a migration\n",
+        ])
         let files = try folder.load()
         #expect(files.map(\.version) == ["0002", "0010"])
         #expect(files.map(\.name) == ["earlier", "later"])
@@ -379,9 +362,10 @@ struct MigrationFileTests {
         let error = #expect(throws: MigrationError.self) { try badName.load() }
         #expect(error?.description.contains("create_things.sql") == true)
 
-        let duplicate = try MigrationFolder()
-        try duplicate.write("0001_a.sql", "select 1;\n")
-        try duplicate.write("01_b.sql", "select 2;\n")
+        let duplicate = try MigrationFolder([
+            "0001_a.sql": "select 1;\n",
+            "01_b.sql": "select 2;\n",
+        ])
         let duplicateError = #expect(throws: MigrationError.self) { try duplicate.load() }
         #expect(duplicateError?.description.contains("share version") == true)
     }

@@ -4,13 +4,23 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Testing
 
-/// A folder with one versioned file (a table) and two repeatable files (a function over it, and a view of it).
-private func writeTableAndDefinitions(_ folder: MigrationFolder) throws {
-    try folder.write("0001_create_things.sql", "create table things (id int primary key);\ninsert into things values (1), (2);\n")
-    try folder.write(
-        "repeatable/a_functions.sql",
-        "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) from things $$;\n")
-    try folder.write("repeatable/b_views.sql", "create or replace view thing_ids as select id from things;\n")
+/// One versioned file (a table) and two repeatable files (a function over it, and a view of it).
+private let tableAndDefinitions: KeyValuePairs<String, String> = [
+    "0001_create_things.sql": "create table things (id int primary key);\ninsert into things values (1), (2);\n",
+    "repeatable/a_functions.sql":
+        "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) from things $$;\n",
+    "repeatable/b_views.sql": "create or replace view thing_ids as select id from things;\n",
+]
+
+/// Runs `body` on a fresh database to which the table and definitions' folder has been applied.
+private func withTableAndDefinitionsApplied(
+    _ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void
+) async throws {
+    let folder = try MigrationFolder(tableAndDefinitions)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
 }
 
 private func functionBody(_ pool: PostgresPool, _ name: String) async throws -> String? {
@@ -22,8 +32,7 @@ private func functionBody(_ pool: PostgresPool, _ name: String) async throws -> 
 struct RepeatableTests {
     @Test("a repeatable file is applied once, after the versioned files; a second run applies nothing")
     func appliedOnceAfterVersioned() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
+        let folder = try MigrationFolder(tableAndDefinitions)
         try await withRunner { (runner, pool) async throws in
             let set = try folder.loadSet()
             #expect(set.versioned.map(\.version) == ["0001"])
@@ -50,10 +59,7 @@ struct RepeatableTests {
 
     @Test("a changed repeatable file is applied again, and only that one")
     func reappliedWhenChanged() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
 
             try folder.write(
                 "repeatable/a_functions.sql",
@@ -80,9 +86,10 @@ struct RepeatableTests {
 
     @Test("the core's repeatable files run before the app's versioned files, which may use them")
     func coreBeforeApp() async throws {
-        let core = try MigrationFolder()
-        try core.write("0001_create_base.sql", "create table base (id int primary key);\n")
-        try core.write("repeatable/functions.sql", "create or replace function base_default() returns int language sql as $$ select 7 $$;\n")
+        let core = try MigrationFolder([
+            "0001_create_base.sql": "create table base (id int primary key);\n",
+            "repeatable/functions.sql": "create or replace function base_default() returns int language sql as $$ select 7 $$;\n",
+        ])
         let app = try MigrationFolder()
         // A column default that calls a core function: only possible once the core's repeatable files ran.
         try app.write("0001_create_items.sql", "create table items (id int primary key, n int not null default base_default());\n")
@@ -100,10 +107,7 @@ struct RepeatableTests {
 
     @Test("a failing repeatable file leaves no trace, names the file, and stops the run")
     func failingLeavesNoTrace() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withRunner { (runner, pool) async throws in
-            _ = try await runner.up(folder)
+        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
             let recorded = try await repeatableRows(pool)
 
             // The new function is created, then the file fails: neither it nor the new body of thing_count stays.
@@ -141,30 +145,12 @@ struct RepeatableTests {
 
     @Test("four runners started together apply a repeatable file exactly once")
     func concurrentRunners() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_counter.sql", "create table counter (n int not null);\n")
-        try folder.write("repeatable/count.sql", "insert into counter values (1);\nselect pg_sleep(0.5);\n")
-        let set = try folder.loadSet()
+        let folder = try MigrationFolder([
+            "0001_create_counter.sql": "create table counter (n int not null);\n",
+            "repeatable/count.sql": "insert into counter values (1);\nselect pg_sleep(0.5);\n",
+        ])
         try await withEmptyDatabase { (database, pool) async throws in
-            let url = database.ownerURL
-            let applied = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
-                        let pool = PostgresPool(configuration: PostgresConfiguration(url: url))
-                        do {
-                            let outcome = try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: set)
-                            await pool.shutdown()
-                            return outcome.applied.map(\.fileName)
-                        } catch {
-                            await pool.shutdown()
-                            throw error
-                        }
-                    }
-                }
-                var all: [[String]] = []
-                for try await files in group { all.append(files) }
-                return all
-            }
+            let applied = try await upConcurrently(4, on: database, folder)
             #expect(applied.filter { $0 == ["0001_create_counter.sql", "repeatable/count.sql"] }.count == 1, "\(applied)")
             #expect(applied.filter(\.isEmpty).count == 3, "\(applied)")
             #expect(try await count(pool, "select count(*) from counter") == 1)
@@ -174,8 +160,7 @@ struct RepeatableTests {
 
     @Test("status lists repeatable files as pending, applied, changed and removed; up forgets a removed one")
     func statusStates() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
+        let folder = try MigrationFolder(tableAndDefinitions)
         try await withRunner { (runner, pool) async throws in
             let none = MigrationSet(versioned: [])
             let before = try await runner.status(core: none, app: try folder.loadSet())
@@ -224,11 +209,12 @@ struct RepeatableTests {
 
     @Test("repeatable files load in file-name order; a folder without repeatable/ has none")
     func loading() throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_a.sql", "select 1;\n")
-        try folder.write("repeatable/20_b.sql", "select 2;\n")
-        try folder.write("repeatable/10_a.sql", "select 3;\n")
-        try folder.write("repeatable/notes.md", "not sql\n")
+        let folder = try MigrationFolder([
+            "0001_a.sql": "select 1;\n",
+            "repeatable/20_b.sql": "select 2;\n",
+            "repeatable/10_a.sql": "select 3;\n",
+            "repeatable/notes.md": "not sql\n",
+        ])
         let set = try folder.loadSet()
         #expect(set.versioned.map(\.name) == ["a"])
         #expect(set.repeatable.map(\.name) == ["10_a", "20_b"])

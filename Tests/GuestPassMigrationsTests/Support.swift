@@ -68,6 +68,25 @@ extension MigrationRunner {
     }
 }
 
+/// Starts `count` runners at once, each with a pool of its own on `database`, that apply `folder` as the app's files;
+/// answers the files each one applied (by file name), in the order they finished.
+func upConcurrently(_ count: Int, on database: TestDatabase, _ folder: MigrationFolder) async throws -> [[String]] {
+    let set = try folder.loadSet()
+    let url = database.ownerURL
+    return try await withThrowingTaskGroup(of: [String].self) { group in
+        for _ in 0..<count {
+            group.addTask {
+                try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: url))) { pool in
+                    try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: set).applied.map(\.fileName)
+                }
+            }
+        }
+        var all: [[String]] = []
+        for try await applied in group { all.append(applied) }
+        return all
+    }
+}
+
 /// Records an issue for each of `words` that `message` does not contain.
 func expect(_ message: String, mentions words: String..., sourceLocation: SourceLocation = #_sourceLocation) {
     for word in words {
@@ -156,6 +175,12 @@ final class MigrationFolder {
         self.url = FileManager.default.temporaryDirectory
             .appendingPathComponent("guestpass-migrations-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
+    }
+
+    /// A folder holding `files`, file name → SQL text (a name may start with `repeatable/`), written in order.
+    convenience init(_ files: KeyValuePairs<String, String>) throws {
+        try self.init()
+        for (fileName, sql) in files { try self.write(fileName, sql) }
     }
 
     deinit {
