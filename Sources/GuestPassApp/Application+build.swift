@@ -1,7 +1,7 @@
 import GuestPassPostgres
-import Hummingbird
+public import Hummingbird
 import HummingbirdWebSocket
-import Logging
+public import Logging
 import ServiceLifecycle
 import GuestPassStore
 

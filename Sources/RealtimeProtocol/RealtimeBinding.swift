@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// The kind of a row change.
 public enum RealtimeChangeType: String, Sendable, Equatable, CaseIterable {

@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// A channel topic: `realtime:` followed by the channel's name.
 public struct RealtimeTopic: Sendable, Equatable, Hashable {

@@ -2,7 +2,7 @@ import Foundation
 import GuestPassCrypto
 import GuestPassDeviceCheck
 import GuestPassPostgres
-import HTTPTypes
+public import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore

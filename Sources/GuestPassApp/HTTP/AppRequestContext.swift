@@ -1,7 +1,7 @@
 import Foundation
 import GuestPassPostgres
-import Hummingbird
-import HummingbirdWebSocket
+public import Hummingbird
+public import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
 

@@ -1,5 +1,5 @@
-import Foundation
-import GuestPassPostgres
+public import Foundation
+public import GuestPassPostgres
 
 /// One row of the change log (`guestpass.realtime_changes`): a captured row change, a broadcast or a presence diff.
 public struct CapturedChange: Sendable {
