@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassJSON
 import GuestPassPostgres
 import Testing
 
@@ -106,6 +107,50 @@ import Testing
             let again = try await RealtimeVisibility.check(
                 pool: pool, identity: Self.claims(user: alice, app: app), table: table, images: [image], filters: [])
             #expect(again.visible == [true])
+            await pool.shutdown()
+        }
+    }
+}
+
+/// `RealtimePrefilter` may skip a check only when PostgreSQL would reject the row too: every spelling it decides is
+/// compared with PostgreSQL's own verdict on the same image and filter.
+@Suite struct RealtimePrefilterTests {
+    @Test func aSkippedRowIsOneThatPostgreSQLRejectsToo() async throws {
+        try await TestService.with(examples: false) { service in
+            _ = try await service.owner.executeScript(
+                "create table public.rt_types (id int primary key, t text, u uuid, i int8, s int2, b bool); grant select on public.rt_types to authenticated;"
+            )
+            let pool = PostgresPool(configuration: service.configuration.postgres)
+            let table = try #require(try await RealtimeTables(pool: pool).table(schema: "public", name: "rt_types", role: .authenticated))
+            let uuid = "0b6e5c4a-1f2e-4d3c-9b8a-7f6e5d4c3b2a"
+            let images = [
+                #"{"id":1,"t":"palm","u":"\#(uuid)","i":5,"s":-3,"b":true}"#,
+                #"{"id":2,"t":"Palm","u":"\#(uuid.uppercased())","i":9007199254740993,"s":0,"b":false}"#,
+                #"{"id":3,"t":" palm","u":null,"i":null,"s":null,"b":null}"#,
+            ]
+            let spellings: [(String, [String])] = [
+                ("t", ["palm"]), ("t", ["Palm", "x"]), ("t", [" palm"]), ("t", ["palm "]),
+                ("u", [uuid]), ("u", [uuid.uppercased()]), ("u", ["{\(uuid)}"]), ("u", [uuid.replacingOccurrences(of: "-", with: "")]),
+                ("i", ["5"]), ("i", [" 5 "]), ("i", ["+5"]), ("i", ["05"]), ("i", ["9007199254740993"]), ("i", ["5", "6"]),
+                ("s", ["-3"]), ("s", ["-03"]), ("s", ["0"]),
+                ("b", ["true"]), ("b", ["t"]), ("b", ["YES"]), ("b", [" on "]), ("b", ["1"]), ("b", ["f"]), ("b", ["off"]), ("b", ["no"]),
+            ]
+            let filters = spellings.map { [RealtimeCondition(column: $0.0, op: $0.1.count == 1 ? .eq : .in, values: $0.1)] }
+            let claims = RequestIdentity(role: .authenticated, claimsJSON: #"{"role":"authenticated"}"#)
+            let verdicts = try await RealtimeVisibility.check(pool: pool, identity: claims, table: table, images: images, filters: filters)
+            var decided = 0
+            for (row, image) in images.enumerated() {
+                let members = try #require(try JSONValue.parse(image).objectValue)
+                for (index, conditions) in filters.enumerated() {
+                    let mayMatch = RealtimePrefilter.mayMatch(conditions, image: members, table: table)
+                    if !mayMatch {
+                        decided += 1
+                        #expect(!verdicts.matches[row][index], "prefilter skipped \(spellings[index]) for row \(row + 1), PostgreSQL matches")
+                    }
+                    if verdicts.matches[row][index] { #expect(mayMatch) }
+                }
+            }
+            #expect(decided > 20, "the prefilter decided \(decided) of \(images.count * filters.count): it must skip most non-matches")
             await pool.shutdown()
         }
     }

@@ -6,7 +6,7 @@ import GuestPassStore
 /// `user_id=eq.<me>` then costs one check per change's owner, not one per subscriber).
 ///
 /// It decides only `eq` and `in` conditions (not negated) on columns whose values compare exactly as their JSON text
-/// does once normalised: `text`, `varchar`, `bpchar`-free names, `uuid` (case-insensitive), `int2`/`int4`/`int8`
+/// does once normalised: `text`, `varchar`, `name`, `uuid` (its 32 hex digits), `int2`/`int4`/`int8`
 /// (as integers) and `bool` (PostgreSQL's spellings). Anything else, or a value it cannot read, answers "maybe", and
 /// PostgreSQL decides in `RealtimeVisibility`, as it always does for the rows that pass here.
 enum RealtimePrefilter {
@@ -29,9 +29,13 @@ enum RealtimePrefilter {
             guard case .string(let text) = json else { return nil }
             return values.contains(text)
         case "uuid":
-            guard case .string(let text) = json else { return nil }
-            let canonical = text.lowercased()
-            return values.contains { $0.lowercased() == canonical }
+            guard case .string(let text) = json, let stored = self.uuidDigits(text) else { return nil }
+            var any = false
+            for value in values {
+                guard let wanted = self.uuidDigits(value) else { return nil }
+                if wanted == stored { any = true }
+            }
+            return any
         case "int2", "int4", "int8":
             guard case .number(let number) = json, let stored = Int(number.text) else { return nil }
             var any = false
@@ -51,6 +55,17 @@ enum RealtimePrefilter {
         default:
             return nil
         }
+    }
+
+    /// A uuid's 32 hex digits in lower case, as PostgreSQL reads its input (any case, optional braces, hyphens between
+    /// groups of four digits); nil for anything else.
+    private static func uuidDigits(_ text: String) -> String? {
+        var digits = ""
+        for character in text.lowercased() where character != "-" && character != "{" && character != "}" {
+            guard character.isHexDigit else { return nil }
+            digits.append(character)
+        }
+        return digits.count == 32 ? digits : nil
     }
 
     /// PostgreSQL's boolean input spellings (any case, surrounding spaces allowed, unique prefixes of the words).
