@@ -54,3 +54,32 @@ def test_metrics_count_what_the_service_did(http, metrics_server, database):
         value(text, "hb_requests", http_response_status_code="429") >= 2, "requests by route template and status"
     assert value(text, "http_server_request_duration_count", http_route="/auth/v1/signup") >= 1, "latency histograms"
     assert httpx.get(server.url + "/metrics", timeout=5).status_code == 404, "never on the API port"
+
+
+def test_realtime_metrics_count_sockets_channels_and_changes(http, metrics_server, database):
+    """A socket, a channel, a captured and a delivered change, and the polls show in the Realtime metrics."""
+    from realtime_support import Rest, close_clients, join, open_client, run_async, sign_up
+
+    server = metrics_server
+    app = create_app(database, "metrics-realtime")
+    before = httpx.get(server.metrics_url).text
+
+    async def body():
+        guest = await sign_up(server, app)
+        client = await open_client(server, app, guest["access_token"])
+        try:
+            channel = await join(client, "metrics", [("INSERT", "readings", None)])
+            row = await Rest.guest(server, app, guest["access_token"]).insert("readings", {"kind": "palm"})
+            await channel.wait_change(lambda p: p["data"]["record"]["id"] == row["id"], what="the insert")
+            during = httpx.get(server.metrics_url).text
+            assert value(during, "guestpass_realtime_sockets") >= 1
+            assert value(during, "guestpass_realtime_channels") >= 1
+        finally:
+            await close_clients(client)
+
+    run_async(body())
+    after = httpx.get(server.metrics_url).text
+    for name in ("guestpass_realtime_changes_captured_total", "guestpass_realtime_changes_delivered_total"):
+        assert value(after, name) > value(before, name), name
+    assert value(after, "guestpass_realtime_poll_duration_seconds_count") > 0
+    assert value(after, "guestpass_realtime_poll_lag_seconds_count") > 0
