@@ -22,8 +22,6 @@ public struct RealtimeSocketLimits: Sendable {
     /// queues of clients that are keeping up.
     public var broadcastBytesPerSecond = 4 << 20
     public var broadcastBurstBytes = 1 << 20
-    /// Presence metas one socket may track per channel.
-    public var presencePerChannel = 10
     /// Frames and bytes queued for one socket before it counts as too slow and is closed.
     public var outboxFrames = 1000
     public var outboxBytes = 8 << 20
