@@ -13,6 +13,8 @@ import RealtimeProtocol
 actor RealtimeSocket {
     let id = UUID()
     let version: RealtimeVersion
+    /// Reads the client's frames in the socket's framing (strict JSON, 1 MiB, bounded depth).
+    let decoder: RealtimeDecoder
     let apiKey: String
     let grant: APIKeyGrant
     let address: String
@@ -26,6 +28,7 @@ actor RealtimeSocket {
 
     init(version: RealtimeVersion, apiKey: String, grant: APIKeyGrant, address: String, services: RealtimeServices, logger: Logger) {
         self.version = version
+        self.decoder = RealtimeDecoder(version: version)
         self.apiKey = apiKey
         self.grant = grant
         self.address = address
@@ -44,7 +47,7 @@ actor RealtimeSocket {
         guard self.countMessage() else { return }
         let message: RealtimeMessage
         do {
-            message = try RealtimeCodec.decode(text: text, version: self.version)
+            message = try self.decoder.decode(text: text)
         } catch {
             self.outbox.finish(.policy("Malformed message: \(error)"))
             return
@@ -55,7 +58,7 @@ actor RealtimeSocket {
     /// Handles a binary message (v2 only: a user broadcast push, kind 3).
     func receive(binary: [UInt8]) async {
         guard self.countMessage() else { return }
-        guard self.version == .v2, let push = try? RealtimeCodec.decodeBroadcastPush(binary) else {
+        guard self.version == .v2, let push = try? self.decoder.decode(binary: binary) else {
             self.outbox.finish(.policy("Malformed binary message"))
             return
         }
