@@ -219,12 +219,12 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgRESTGrammarTests",
-            dependencies: ["PostgRESTGrammar"],
+            dependencies: ["PostgRESTGrammar", "GuestPassTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RealtimeProtocolTests",
-            dependencies: ["RealtimeProtocol", "GuestPassJSON"],
+            dependencies: ["RealtimeProtocol", "GuestPassJSON", "GuestPassTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import GuestPassTestSupport
 @testable import PostgRESTGrammar
 
 /// Parses a raw query string (as it arrives after `?`).
@@ -24,18 +25,4 @@ func filter(_ column: String, _ op: FilterOperator, _ value: String, negated: Bo
 
 func leaf(_ column: String, _ op: FilterOperator, _ value: String, negated: Bool = false) -> LogicTree {
     .filter(filter(column, op, value, negated: negated))
-}
-
-/// A deterministic generator (SplitMix64) for the property tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,3 +1,4 @@
+import GuestPassTestSupport
 import Testing
 
 @testable import RealtimeProtocol

@@ -1,3 +1,4 @@
+import GuestPassTestSupport
 import GuestPassJSON
 import Testing
 
