@@ -381,7 +381,7 @@ def pgbench(args, label, script, phase, rate=None, seconds=None, clients=None):
             "started": started, "seconds": elapsed}
 
 
-def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan):
+def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan, drain_seconds=None):
     """One measured write: pgbench on the published table at `rate` (None: as fast as it goes) while the receivers
     listen, then the last deliveries (bounded), then what everyone saw."""
     for r in receivers:
@@ -396,7 +396,7 @@ def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan
     written_ids = psql(args, f"select id from public.readings where (content->>'phase')::int = {phase_number}").split()
     expected = len(written_ids) * fan
     # The last changes: wait (bounded) until every expected delivery arrived or nothing moved for a while.
-    drain_end = time.time() + args.drain_seconds
+    drain_end = time.time() + (drain_seconds or args.drain_seconds)
     got, last_change, previous = 0, time.time(), -1
     while time.time() < drain_end:
         got = sum(r.ask("count")["count"] for r in receivers)
@@ -502,7 +502,9 @@ def run_scenario(args, scenario, subscribers_file, n, fan, rate, raw):
                                   args.phase_counter, seconds=args.burst_seconds, clients=args.burst_clients)
             args.phase_counter += 1
             log(f"{scenario}: burst, pgbench -c{args.burst_clients} unthrottled for {args.burst_seconds} s")
-            burst = run_phase(args, receivers, scenario, args.phase_counter, "burst", None, args.burst_seconds, fan)
+            # A backlog is expected here (the writer outruns the fan-out): up to a minute more to deliver it.
+            burst = run_phase(args, receivers, scenario, args.phase_counter, "burst", None, args.burst_seconds, fan,
+                              drain_seconds=max(args.drain_seconds, 60))
             burst["unpublished"] = unpublished
             log(f"{scenario} burst: {burst['written']} written ({burst['written_per_s']:.0f}/s), "
                 f"{burst['delivered']} delivered, p99 {fmt(burst['p99_ms'])} ms")
@@ -531,8 +533,8 @@ def summary(args, raw):
     p(f"  delay = arrival at the client - record.created_at (clock_timestamp() in the INSERT); server polls every 100 ms; "
       f"load {raw['load_before']} -> {raw['load_after']}")
     head = (f"  {'scenario':<9} {'rate/s':>6} {'written':>7} {'delivered':>9} {'deliv/s':>8} {'lost':>4} {'extra':>5} "
-            f"{'p50 ms':>6} {'p95 ms':>6} {'p99 ms':>6} {'max ms':>6} {'server':>6} {'pg':>5} {'clients':>9} "
-            f"{'writer tps pub/unpub':>21} {'lat ms pub/unpub':>17}")
+            f"{'p50 ms':>6} {'p95 ms':>6} {'p99 ms':>6} {'max ms':>6} {'server':>6} {'pg':>5} {'clients':>9} {'lag':>4} "
+            f"| {'writer tps':>7} {'unpub':>7} {'ratio':>5} | {'lat ms':>6} {'unpub':>6} {'ratio':>5}")
     p(head)
     for s in raw["steps"]:
         rate = "max" if s["rate"] is None else f"{s['rate']:g}"
@@ -540,13 +542,16 @@ def summary(args, raw):
         tps_ratio = (pub["tps"] / unp["tps"]) if unp.get("tps") else None
         lat_ratio = (pub["latency_ms"] / unp["latency_ms"]) if unp.get("latency_ms") else None
         clients = "+".join(f"{c:.0f}" for c in s["receiver_cpu_pct"]) + "%"
+        lag = max((x for x in s["receiver_loop_lag_p99_ms"] if x is not None), default=None)
         p(f"  {s['scenario']:<9} {rate:>6} {s['written']:>7} {s['delivered']:>9} {s['delivered_per_s']:>8.1f} "
           f"{s['missing']:>4} {s['extra']:>5} {fmt(s['p50_ms']):>6} {fmt(s['p95_ms']):>6} {fmt(s['p99_ms']):>6} "
-          f"{fmt(s['max_ms']):>6} {s['server_cpu_pct']:>5.0f}% {s['pg_cpu_pct']:>4.0f}% {clients:>9} "
-          f"{fmt(pub['tps'], 1):>7}/{fmt(unp.get('tps'), 1):<7}={fmt(tps_ratio, 2):>5} "
-          f"{fmt(pub['latency_ms'], 2):>5}/{fmt(unp.get('latency_ms'), 2):<5}={fmt(lat_ratio, 2):>4}")
+          f"{fmt(s['max_ms']):>6} {s['server_cpu_pct']:>5.0f}% {s['pg_cpu_pct']:>4.0f}% {clients:>9} {fmt(lag):>4} "
+          f"| {fmt(pub['tps'], 1):>10} {fmt(unp.get('tps'), 1):>7} {fmt(tps_ratio, 2):>5} "
+          f"| {fmt(pub['latency_ms'], 2):>6} {fmt(unp.get('latency_ms'), 2):>6} {fmt(lat_ratio, 2):>5}")
     p("  (lost/extra: deliveries missing or beyond one per subscriber that may see the row; CPU in % of one core over "
-      "the write and its drain; clients = each receiver process; ratios published/unpublished, same rate, same run)")
+      "the write and its drain; clients = each receiver process; lag = p99 ms by which a receiver's event loop ran a "
+      "timer late (what the client adds); ratios published/unpublished, same rate, same run; rate max = pgbench "
+      f"-c{args.burst_clients} unthrottled)")
     for s in raw["steps"]:
         notes = []
         dropped = s["metrics"].get("guestpass_realtime_changes_dropped_total", 0)
@@ -583,6 +588,14 @@ def summary(args, raw):
         else:
             tried = ", ".join(f"{s['rate']:g}/s: p99 {fmt(s['p99_ms'])} ms" for s in steps)
             p(f"  {scenario}: target p99 <= {args.target_ms:g} ms NOT met at any rate tried ({tried})")
+    for s in raw["steps"]:
+        if s["rate"] is None and s.get("unpublished", {}).get("tps"):
+            p(f"  {s['scenario']} burst: the writer reached {s['writer']['tps']:.0f} tx/s with capture and "
+              f"{s['sockets_open']} sockets listening, {s['unpublished']['tps']:.0f} tx/s unpublished "
+              f"(ratio {s['writer']['tps'] / s['unpublished']['tps']:.2f}, the server using {s['server_cpu_pct']:.0f}% of a "
+              f"core meanwhile); {s['delivered_per_s']:.0f} changes/s delivered "
+              f"(p99 {fmt(s['p99_ms'])} ms): " + ("the fan-out kept up" if s['p99_ms'] is not None and s['p99_ms'] <= args.target_ms
+                                                   else "the fan-out's ceiling at this fan-in, the rest queued in the log"))
     p(f"  raw numbers: {args.raw_dir}/results.json (and one delay per line in delays-*.txt)")
     p("====")
     return "\n".join(lines)
@@ -598,23 +611,24 @@ def orchestrator_main(args):
                     "shared": {"published": args.shared_published, "unpublished": args.shared_unpublished}}
     args.phase_counter = 0
     args.burst_scenarios = {"per-user"}
-    raw = {"settings": {k: v for k, v in vars(args).items() if k not in ("scripts", "owner_url")},
+    raw = {"settings": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()
+                        if k not in ("scripts", "owner_url")},
            "load_before": " ".join(open("/proc/loadavg").read().split()[:3]), "steps": []}
     # Per-user: subscriber i is guest i, bound to its own rows.
     per_user = [{"token": u["token"], "user_id": u["user_id"], "filter": f"user_id=eq.{u['user_id']}"}
                 for u in users[:args.subscribers]]
-    with open(os.path.join(args.raw_dir, "subscribers-per-user.json"), "w") as f:
+    with open(os.path.join(args.work_dir, "subscribers-per-user.json"), "w") as f:
         json.dump(per_user, f)
     # Shared: every socket is guest 1 (whose readings the shared script writes), no filter.
     shared = [{"token": users[0]["token"], "user_id": users[0]["user_id"], "filter": None}] * args.subscribers
-    with open(os.path.join(args.raw_dir, "subscribers-shared.json"), "w") as f:
+    with open(os.path.join(args.work_dir, "subscribers-shared.json"), "w") as f:
         json.dump(shared, f)
     try:
         if "per-user" in args.scenarios:
-            run_scenario(args, "per-user", os.path.join(args.raw_dir, "subscribers-per-user.json"), args.subscribers, 1,
+            run_scenario(args, "per-user", os.path.join(args.work_dir, "subscribers-per-user.json"), args.subscribers, 1,
                          args.rate, raw)
         if "shared" in args.scenarios:
-            run_scenario(args, "shared", os.path.join(args.raw_dir, "subscribers-shared.json"), args.subscribers,
+            run_scenario(args, "shared", os.path.join(args.work_dir, "subscribers-shared.json"), args.subscribers,
                          args.subscribers, args.shared_rate, raw)
     finally:
         raw["load_after"] = " ".join(open("/proc/loadavg").read().split()[:3])
@@ -678,7 +692,8 @@ def main():
     o.add_argument("--connect-concurrency", type=int, default=20)
     o.add_argument("--heartbeat", type=float, default=25)
     o.add_argument("--receiver-max-seconds", type=float, default=1800)
-    o.add_argument("--raw-dir", required=True)
+    o.add_argument("--raw-dir", required=True, help="where the raw numbers are kept")
+    o.add_argument("--work-dir", required=True, help="where the subscribers' tokens go (removed by the caller)")
 
     args = parser.parse_args()
     if args.command == "receive":

@@ -153,7 +153,7 @@ PY
   bench_cpu_init
   ws_url="$(python3 -c 'import sys, urllib.parse; print(f"ws://127.0.0.1:{sys.argv[1]}/realtime/v1/websocket?apikey={urllib.parse.quote(sys.argv[2])}&vsn=1.0.0")' "$PORT" "$PUBLISHABLE_KEY")"
   # Bounded: per scenario, the connections, every step's two writes and drain, the burst.
-  bound=$((2 * (300 + steps * (2 * seconds + 60) + 2 * burst + 60)))
+  bound=$((2 * (300 + steps * (2 * seconds + 60)) + 2 * burst + 120))
   gp_log "fan-out: $subscribers subscribers, per-user at $rate/s, shared at $shared_rate/s, ${seconds}s each (at most ${bound}s); raw numbers in $raw"
   local status=0
   timeout -k 10 "$bound" "$RT_PYTHON" "$ROOT/bench/realtime_fanout.py" run --ws-url "$ws_url" \
@@ -163,14 +163,14 @@ PY
     --shared-published "$WORK/shared-readings.sql" --shared-unpublished "$WORK/shared-readings_unpublished.sql" \
     --scenarios "$scenarios" --subscribers "$subscribers" --rate "$rate" --shared-rate "$shared_rate" \
     --seconds "$seconds" --burst-seconds "$burst" --burst-clients "$CONNECTIONS" --procs "$procs" \
-    --target-ms "$target" --max-steps "$steps" --raw-dir "$raw" || status=$?
+    --target-ms "$target" --max-steps "$steps" --raw-dir "$raw" --work-dir "$WORK" || status=$?
   cp "$WORK/server.log" "$raw/server.log" 2>/dev/null || true
   cp "$WORK"/*.sql "$raw/" 2>/dev/null || true
   local warnings
-  warnings="$(grep -c -i '"level":"\(warning\|error\|critical\)"' "$raw/server.log" 2>/dev/null || true)"
+  warnings="$(grep -c -E '"level" *: *"(warning|error|critical)"' "$raw/server.log" 2>/dev/null || true)"
   if [ "${warnings:-0}" != 0 ]; then
     gp_log "the server logged $warnings warnings or errors during the fan-out (the first ones, $raw/server.log):"
-    grep -i '"level":"\(warning\|error\|critical\)"' "$raw/server.log" | head -n 5 | cut -c1-300 >&2
+    grep -E '"level" *: *"(warning|error|critical)"' "$raw/server.log" | head -n 5 | cut -c1-300 >&2
   fi
   [ "$status" = 0 ] || gp_die "fan-out: the measurement failed or is invalid (status $status; raw numbers in $raw)"
 }
