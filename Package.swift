@@ -4,6 +4,7 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
 let package = Package(
@@ -90,7 +91,8 @@ let package = Package(
             path: "sql",
             exclude: ["examples", "tests", "schema.sql"],
             sources: ["CoreMigrations.swift"],
-            resources: [.copy("migrations")]
+            resources: [.copy("migrations")],
+            swiftSettings: swiftSettings
         ),
         /// The migration runner behind `guestpass migrate`.
         .target(
@@ -158,11 +160,12 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -175,7 +178,7 @@ let package = Package(
         .target(
             name: "GuestPassDevStack",
             dependencies: [
-                "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
+                "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -217,6 +220,11 @@ let package = Package(
         .testTarget(
             name: "PostgRESTGrammarTests",
             dependencies: ["PostgRESTGrammar"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RealtimeProtocolTests",
+            dependencies: ["RealtimeProtocol", "GuestPassJSON"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -4,21 +4,14 @@
 -- TOKENS_FILE is a Lua file that returns the list of access tokens: return { "eyJ…", … }
 -- With BENCH_WRK_DELAY_MS set, each connection waits that many milliseconds before each request (a paced load).
 
-local thread_count = 0
-
-function setup(thread)
-  thread_count = thread_count + 1
-  thread:set("thread_id", thread_count)
-end
+dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
 local requests, count
 
 function init(args)
   local apikey = args[1] or error("usage: -- PUBLISHABLE_KEY TOKENS_FILE")
   local tokens = dofile(args[2] or error("usage: -- PUBLISHABLE_KEY TOKENS_FILE"))
-  -- One seed per thread (each thread has its own Lua state and would otherwise repeat the others).
-  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919 + math.floor(os.clock() * 1000000))
-  for _ = 1, 10 do math.random() end
+  seed_random()
   -- Every request is one of these, formatted once.
   requests = {}
   for i, token in ipairs(tokens) do

@@ -112,8 +112,8 @@ if [ "$WARMUP" -gt 0 ]; then
   timeout -k 5 $((WARMUP + 30)) "${WRK[@]}" -d "${WARMUP}s" "$URL" -- "$PUBLISHABLE_KEY" "$WORK/tokens.lua" >"$WORK/warmup.out"
 fi
 RSS1="$(rss_kb)"
-HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0 HTTP_CONSUMES=0
-P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
+bench_http_rounds_begin
+HTTP_CONSUMES=0
 CEIL_TX=0 CEIL_SECONDS=0 CEIL_TICKS=0 SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_CONSUMES=0 SQL_FAILED=0
 seconds_of() { python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$1" "$2"; }
 add() { python3 -c "import sys; print(float(sys.argv[1]) + float(sys.argv[2]))" "$1" "$2"; }
@@ -121,19 +121,7 @@ bench_profile_start "$SERVER_PID"
 for round in $(seq 1 "$ROUNDS"); do
   gp_log "round $round of $ROUNDS: wrk -t$THREADS -c$CONNECTIONS -d${ROUND_SECONDS}s POST /rest/v1/rpc/consume_quota ($USERS users), then pgbench ceiling and ours"
   C0="$(consumes)"
-  SRV0="$(proc_ticks "$SERVER_PID")"
-  PG0="$(pg_ticks)"
-  timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- "$PUBLISHABLE_KEY" \
-    "$WORK/tokens.lua" >"$WORK/wrk-$round.out"
-  HTTP_SERVER_TICKS=$((HTTP_SERVER_TICKS + $(proc_ticks "$SERVER_PID") - SRV0))
-  HTTP_PG_TICKS=$((HTTP_PG_TICKS + $(pg_ticks) - PG0))
-  bench_wrk_result "$WORK/wrk-$round.out"
-  HTTP_REQUESTS_SUM=$((HTTP_REQUESTS_SUM + HTTP_REQUESTS)) HTTP_US_SUM=$((HTTP_US_SUM + HTTP_US))
-  HTTP_BAD_SUM=$((HTTP_BAD_SUM + HTTP_BAD))
-  [ "$P50_US" -gt "$P50_MAX" ] && P50_MAX="$P50_US"
-  [ "$P90_US" -gt "$P90_MAX" ] && P90_MAX="$P90_US"
-  [ "$P99_US" -gt "$P99_MAX" ] && P99_MAX="$P99_US"
-  [ "$MAX_US" -gt "$MAX_MAX" ] && MAX_MAX="$MAX_US"
+  bench_http_round "$round" "$PUBLISHABLE_KEY" "$WORK/tokens.lua"
   sleep 0.5 # requests wrk left in flight at its stop still finish in the server
   C1="$(consumes)"
   HTTP_CONSUMES=$((HTTP_CONSUMES + C1 - C0))
@@ -151,8 +139,7 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 bench_profile_stop
 RSS2="$(rss_kb)"
-HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
-P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
+bench_http_rounds_end
 PG_TX="$SQL_TX" PG_FAILED="$SQL_FAILED" PG_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$SQL_TX" "$SQL_SECONDS")"
 PG_LAT="$(python3 -c "import sys; print(round(1000 * float(sys.argv[2]) * int(sys.argv[3]) / int(sys.argv[1]), 3))" "$SQL_TX" "$SQL_SECONDS" "$CONNECTIONS")"
 CEIL_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$CEIL_TX" "$CEIL_SECONDS")"

@@ -7,11 +7,13 @@
 #   bench_build                                    # release build (unless BENCH_SKIP_BUILD=1) → BIN
 #   bench_begin "$ROOT/.pg/bench"                  # WORK dir + teardown trap, for that cluster
 #   bench_create_database                          # cluster, then `guestpass dev up` (database, migrations, app, key)
+#   bench_apply_examples                           # sql/examples on it (`guestpass migrate up --dir sql/examples`)
 #   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
 #                                                  # (every server started is stopped at exit)
 #   bench_sign_up_users URL N                      # N guests over HTTP → $WORK/tokens.lua, $WORK/claims-<i>.json
 #   bench_cpu_init; proc_ticks PID; pg_ticks       # CPU accounting (clock ticks)
 #   bench_wrk_result FILE                          # parse the WRK_RESULT line of a bench/*.lua script
+#   bench_http_rounds_begin; bench_http_round N ARGS…; bench_http_rounds_end   # wrk rounds, totals and worst latencies
 #   bench_pgbench_result FILE                      # parse pgbench's summary
 #
 # Environment: BENCH_DURATION (seconds, default 10), BENCH_CONNECTIONS (default 8), BENCH_THREADS (wrk
@@ -120,6 +122,13 @@ bench_create_database() {
   APP_ID="$(gp_json_field "$WORK/stack.json" apps 0 app_id)"
   PUBLISHABLE_KEY="$(gp_json_field "$WORK/stack.json" apps 0 publishable_key)"
   [[ "$APP_ID" =~ ^[0-9a-f-]{36}$ ]] || gp_die "guestpass dev up printed no app id"
+}
+
+# ---- the example app's schema (sql/examples) on the bench database, as `guestpass dev up --dir sql/examples` would
+bench_apply_examples() {
+  gp_log "applying sql/examples (guestpass migrate up --dir sql/examples)"
+  "$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
+    { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "applying sql/examples failed"; }
 }
 
 # ---- the server, with GUESTPASS_DB_POOL_SIZE = the concurrency and sign-up limits too large to trigger, logging JSON
@@ -261,6 +270,35 @@ bench_wrk_result() { # bench_wrk_result FILE
   MAX_US="$(wrk_field max_us)"
 }
 wrk_field() { printf '%s\n' "$RESULT_LINE" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# Rounds of HTTP load (wrk, the array WRK, against URL and SERVER_PID): the totals are summed over the rounds, the
+# latency percentiles are the worst round's, and the CPU of the server and of PostgreSQL during each round is added to
+# HTTP_SERVER_TICKS and HTTP_PG_TICKS. bench_http_rounds_end leaves the totals in bench_wrk_result's variables.
+bench_http_rounds_begin() {
+  HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0
+  P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
+}
+bench_http_round() { # bench_http_round ROUND WRK_SCRIPT_ARGS… (the arguments after --; ROUND_SECONDS long)
+  local round="$1" server0 pg0
+  shift
+  server0="$(proc_ticks "$SERVER_PID")"
+  pg0="$(pg_ticks)"
+  timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- "$@" >"$WORK/wrk-$round.out"
+  HTTP_SERVER_TICKS=$((HTTP_SERVER_TICKS + $(proc_ticks "$SERVER_PID") - server0))
+  HTTP_PG_TICKS=$((HTTP_PG_TICKS + $(pg_ticks) - pg0))
+  bench_wrk_result "$WORK/wrk-$round.out"
+  HTTP_REQUESTS_SUM=$((HTTP_REQUESTS_SUM + HTTP_REQUESTS)) HTTP_US_SUM=$((HTTP_US_SUM + HTTP_US))
+  HTTP_BAD_SUM=$((HTTP_BAD_SUM + HTTP_BAD))
+  [ "$P50_US" -gt "$P50_MAX" ] && P50_MAX="$P50_US"
+  [ "$P90_US" -gt "$P90_MAX" ] && P90_MAX="$P90_US"
+  [ "$P99_US" -gt "$P99_MAX" ] && P99_MAX="$P99_US"
+  [ "$MAX_US" -gt "$MAX_MAX" ] && MAX_MAX="$MAX_US"
+  return 0
+}
+bench_http_rounds_end() {
+  HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
+  P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
+}
 
 # pgbench's summary → PG_TPS PG_TX PG_FAILED PG_LAT (per-script sections are indented and not matched).
 bench_pgbench_result() { # bench_pgbench_result FILE

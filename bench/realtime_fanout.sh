@@ -1,9 +1,10 @@
 # shellcheck shell=bash
-# The fan-out half of bench/realtime.sh: sourced by it (after bench_create_database), run as `realtime_fanout`.
+# The fan-out half of bench/realtime.sh: sourced by it (after bench_create_database and the capture half), run as
+# `realtime_fanout`.
 # The measurement itself is bench/realtime_fanout.py (its docstring says what is measured and how); this file sets up
 # what it needs, on the cluster and database bench/realtime.sh made:
 #
-#   - sql/examples (`guestpass migrate up --dir sql/examples`): public.readings, row-level security per user, in the
+#   - sql/examples (bench_apply_examples, unless applied already): public.readings, row-level security per user, in the
 #     supabase_realtime publication (so captured), and public.readings_unpublished, a copy of it (same columns,
 #     defaults, checks, indexes and foreign key to public.users) outside the publication: the writer's yardstick;
 #   - `guestpass serve` (bench_start_server) with its metrics listener on a free loopback port;
@@ -83,9 +84,8 @@ realtime_fanout() {
   fi
 
   # ---- the tables: sql/examples, the unpublished copy, the writer's list of guests
-  gp_log "fan-out: applying sql/examples (guestpass migrate up --dir sql/examples)"
-  "$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
-    { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "migrate up --dir sql/examples failed"; }
+  # sql/examples: bench/realtime.sh's capture half has applied it already.
+  if [ "$(psql_q "$SUPER_URL" -Atc "select to_regclass('public.readings') is not null")" != t ]; then bench_apply_examples; fi
   [ "$(psql_q "$SUPER_URL" -Atc "select rolsuper or rolbypassrls from pg_roles where rolname = current_user")" = t ] ||
     gp_die "the owner URL's role is not a superuser: it cannot write public.readings (row-level security forced)"
   psql_q "$SUPER_URL" >/dev/null <<'SQL'

@@ -5,12 +5,7 @@
 -- takes tokens k, k + n, k + 2n, …; a connection sends its next request only after its answer, so a thread needs
 -- at least as many sessions as it has connections (bench/refresh.sh signs up 4 per connection).
 
-local thread_count = 0
-
-function setup(thread)
-  thread_count = thread_count + 1
-  thread:set("thread_id", thread_count)
-end
+dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
 local apikey
 local ready = {} -- refresh tokens not in flight

@@ -123,26 +123,14 @@ if [ "$WARMUP" -gt 0 ]; then
     "$PUBLISHABLE_KEY" "$WORK/warmup.lua" >"$WORK/warmup.out"
 fi
 sleep 0.5 # requests wrk left in flight at its stop still finish in the server
-HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0 HTTP_ROTATIONS=0
-P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
+bench_http_rounds_begin
+HTTP_ROTATIONS=0
 SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_FAILED=0 SQL_ROTATIONS=0
 bench_profile_start "$SERVER_PID"
 for round in $(seq 1 "$ROUNDS"); do
   gp_log "round $round of $ROUNDS: wrk -t$THREADS -c$CONNECTIONS -d${ROUND_SECONDS}s POST /auth/v1/token?grant_type=refresh_token ($SESSIONS sessions), then pgbench"
   R0="$(rotations)"
-  SRV0="$(proc_ticks "$SERVER_PID")"
-  PG0="$(pg_ticks)"
-  BENCH_WRK_THREADS="$THREADS" timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- \
-    "$PUBLISHABLE_KEY" "$WORK/tokens-$round.lua" >"$WORK/wrk-$round.out"
-  HTTP_SERVER_TICKS=$((HTTP_SERVER_TICKS + $(proc_ticks "$SERVER_PID") - SRV0))
-  HTTP_PG_TICKS=$((HTTP_PG_TICKS + $(pg_ticks) - PG0))
-  bench_wrk_result "$WORK/wrk-$round.out"
-  HTTP_REQUESTS_SUM=$((HTTP_REQUESTS_SUM + HTTP_REQUESTS)) HTTP_US_SUM=$((HTTP_US_SUM + HTTP_US))
-  HTTP_BAD_SUM=$((HTTP_BAD_SUM + HTTP_BAD))
-  [ "$P50_US" -gt "$P50_MAX" ] && P50_MAX="$P50_US"
-  [ "$P90_US" -gt "$P90_MAX" ] && P90_MAX="$P90_US"
-  [ "$P99_US" -gt "$P99_MAX" ] && P99_MAX="$P99_US"
-  [ "$MAX_US" -gt "$MAX_MAX" ] && MAX_MAX="$MAX_US"
+  BENCH_WRK_THREADS="$THREADS" bench_http_round "$round" "$PUBLISHABLE_KEY" "$WORK/tokens-$round.lua"
   sleep 0.5
   R1="$(rotations)"
   HTTP_ROTATIONS=$((HTTP_ROTATIONS + R1 - R0))
@@ -155,8 +143,7 @@ for round in $(seq 1 "$ROUNDS"); do
   psql_q "$SUPER_URL" -Atc "update bench_refresh_clients as c set counter = (select max(t.counter) from guestpass.refresh_tokens as t where t.session_id = c.session_id)" >/dev/null
 done
 bench_profile_stop
-HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
-P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
+bench_http_rounds_end
 PG_TX="$SQL_TX" PG_FAILED="$SQL_FAILED" PG_TPS="$(python3 -c "import sys; print(int(sys.argv[1]) / float(sys.argv[2]))" "$SQL_TX" "$SQL_SECONDS")"
 PG_LAT="$(python3 -c "import sys; print(round(1000 * float(sys.argv[2]) * int(sys.argv[3]) / int(sys.argv[1]), 3))" "$SQL_TX" "$SQL_SECONDS" "$CONNECTIONS")"
 

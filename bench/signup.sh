@@ -105,8 +105,7 @@ if [ "$WARMUP" -gt 0 ]; then
   gp_log "HTTP warm-up: ${WARMUP}s"
   timeout -k 5 $((WARMUP + 30)) "${WRK[@]}" -d "${WARMUP}s" "$URL" -- "$PUBLISHABLE_KEY" "$CLIENT_IP" >/dev/null
 fi
-HTTP_REQUESTS_SUM=0 HTTP_US_SUM=0 HTTP_BAD_SUM=0 HTTP_SERVER_TICKS=0 HTTP_PG_TICKS=0
-P50_MAX=0 P90_MAX=0 P99_MAX=0 MAX_MAX=0
+bench_http_rounds_begin
 CEIL_TX=0 CEIL_SECONDS=0 CEIL_TICKS=0 SQL_TX=0 SQL_SECONDS=0 SQL_PG_TICKS=0 SQL_FAILED=0
 FLOOR_TX=0 FLOOR_SECONDS=0 FLOOR_TICKS=0
 seconds_plus() { python3 -c "import sys; print(float(sys.argv[1]) + int(sys.argv[2]) / float(sys.argv[3]))" "$@"; }
@@ -114,19 +113,7 @@ tx_per_second() { python3 -c "import sys; print(int(sys.argv[1]) / float(sys.arg
 bench_profile_start "$SERVER_PID"
 for round in $(seq 1 "$ROUNDS"); do
   gp_log "round $round of $ROUNDS: wrk -t$THREADS -c$CONNECTIONS -d${ROUND_SECONDS}s POST /auth/v1/signup, then pgbench ceiling and sign_up_guest"
-  SRV0="$(proc_ticks "$SERVER_PID")"
-  PG0="$(pg_ticks)"
-  timeout -k 5 $((ROUND_SECONDS + 60)) "${WRK[@]}" -d "${ROUND_SECONDS}s" --latency "$URL" -- "$PUBLISHABLE_KEY" \
-    "$CLIENT_IP" >"$WORK/wrk-$round.out"
-  HTTP_SERVER_TICKS=$((HTTP_SERVER_TICKS + $(proc_ticks "$SERVER_PID") - SRV0))
-  HTTP_PG_TICKS=$((HTTP_PG_TICKS + $(pg_ticks) - PG0))
-  bench_wrk_result "$WORK/wrk-$round.out"
-  HTTP_REQUESTS_SUM=$((HTTP_REQUESTS_SUM + HTTP_REQUESTS)) HTTP_US_SUM=$((HTTP_US_SUM + HTTP_US))
-  HTTP_BAD_SUM=$((HTTP_BAD_SUM + HTTP_BAD))
-  [ "$P50_US" -gt "$P50_MAX" ] && P50_MAX="$P50_US"
-  [ "$P90_US" -gt "$P90_MAX" ] && P90_MAX="$P90_US"
-  [ "$P99_US" -gt "$P99_MAX" ] && P99_MAX="$P99_US"
-  [ "$MAX_US" -gt "$MAX_MAX" ] && MAX_MAX="$MAX_US"
+  bench_http_round "$round" "$PUBLISHABLE_KEY" "$CLIENT_IP"
 
   DURATION="$ROUND_SECONDS" bench_pgbench "ceiling-$round" -f "$WORK/ceiling.sql"
   CEIL_TX=$((CEIL_TX + PG_TX)) CEIL_TICKS=$((CEIL_TICKS + PG_CPU_TICKS))
@@ -139,8 +126,7 @@ for round in $(seq 1 "$ROUNDS"); do
   FLOOR_SECONDS="$(seconds_plus "$FLOOR_SECONDS" "$PG_TX" "$PG_TPS")"
 done
 bench_profile_stop
-HTTP_REQUESTS="$HTTP_REQUESTS_SUM" HTTP_US="$HTTP_US_SUM" HTTP_BAD="$HTTP_BAD_SUM"
-P50_US="$P50_MAX" P90_US="$P90_MAX" P99_US="$P99_MAX" MAX_US="$MAX_MAX"
+bench_http_rounds_end
 CEIL_TPS="$(tx_per_second "$CEIL_TX" "$CEIL_SECONDS")"
 FLOOR_TPS="$(tx_per_second "$FLOOR_TX" "$FLOOR_SECONDS")"
 # create_guest_user takes the sign-up buckets (migration 0014); the HTTP side sends a new client address per request,

@@ -5,27 +5,15 @@
 -- Sessions come from the answers: every answer that carries a refresh token (sign-up, refresh) adds its session to
 -- the thread's pool; a refresh takes one out (its token is used up). get_quota and consume use any held access token.
 --   wrk ... -s bench/soak.lua URL -- PUBLISHABLE_KEY
-local thread_count = 0
-
-function setup(thread)
-  thread_count = thread_count + 1
-  thread:set("thread_id", thread_count)
-end
+dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
 local apikey
 local sessions = {} -- { access, refresh }
 local max_sessions = 2000
 
-local function r16() return math.random(0, 0xffff) end
-local function uuid4()
-  return string.format("%04x%04x-%04x-%04x-%04x-%04x%04x%04x",
-    r16(), r16(), r16(), 0x4000 + math.random(0, 0x0fff), 0x8000 + math.random(0, 0x3fff), r16(), r16(), r16())
-end
-
 function init(args)
   apikey = args[1] or error("usage: -- PUBLISHABLE_KEY")
-  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919 + math.floor(os.clock() * 1000000))
-  for _ = 1, 10 do math.random() end
+  seed_random()
 end
 
 local function json(path, bearer, body)

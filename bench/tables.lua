@@ -6,12 +6,7 @@
 -- itself counts only statuses ≥ 400); done() prints the WRK_RESULT line of bench/wrk_result.lua, then
 -- "WRK_STATUS unexpected=N bytes=B" (B: every byte wrk read, headers included).
 
-local threads = {}
-
-function setup(thread)
-  threads[#threads + 1] = thread
-  thread:set("thread_id", #threads)
-end
+dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
 local usage = "usage: -- PUBLISHABLE_KEY TOKENS_FILE METHOD PATH EXPECTED_STATUS [BODY]"
 local requests, count, expected
@@ -24,9 +19,7 @@ function init(args)
   local path = args[4] or error(usage)
   expected = tonumber(args[5] or error(usage))
   local body = args[6]
-  -- One seed per thread (each thread has its own Lua state and would otherwise repeat the others).
-  math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919 + math.floor(os.clock() * 1000000))
-  for _ = 1, 10 do math.random() end
+  seed_random()
   -- Every request is one of these, formatted once.
   requests = {}
   for i, token in ipairs(tokens) do

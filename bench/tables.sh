@@ -76,9 +76,7 @@ bench_prepare_tools wrk curl
 bench_build
 bench_begin "$ROOT/.pg/bench-tables"
 bench_create_database
-gp_log "applying sql/examples (guestpass migrate up --dir sql/examples)"
-"$BIN" migrate up --database-url "$SUPER_URL" --dir "$ROOT/sql/examples" >"$WORK/migrate-examples.log" 2>&1 ||
-  { tail -n 20 "$WORK/migrate-examples.log" >&2; gp_die "applying sql/examples failed"; }
+bench_apply_examples
 PG_LOG="$CLUSTER/log/postgres.log"
 [ -f "$PG_LOG" ] || gp_die "no cluster log at $PG_LOG"
 

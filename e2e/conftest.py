@@ -125,6 +125,50 @@ def start_on_free_port(argv, log_path, answers, attempts: int = 3, timeout: floa
     raise RuntimeError(f"{argv(0)[1]} did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
 
 
+class StandIn:
+    """A running stand-in of an Apple service (`guestpass apple-standin`, `guestpass devicecheck-standin`), signing with
+    a .p8 key of its own, on a free loopback port. A subclass names its control endpoint that answers once it serves
+    (`PROBE`) and adds the calls its tests make."""
+
+    PROBE = ""
+
+    def __init__(self, url: str, proc: subprocess.Popen | None, key_file: Path, log_path: Path):
+        self.url = url
+        self.proc = proc
+        self.key_file = key_file
+        self.log_path = log_path
+
+    @classmethod
+    def start(cls, database, command: str, key_name: str, *options: str):
+        """`guestpass <command> --key-file <workdir>/<key_name>.p8 <options>`, its key generated unless another module's
+        stand-in made it already; its output goes to `<workdir>/<command>.log`."""
+        key_file = database.workdir / f"{key_name}.p8"
+        if not key_file.exists():
+            run([database.bin, "keys", "generate", "--out", str(key_file)])
+        log_path = database.workdir / f"{command}.log"
+        url, proc = start_on_free_port(
+            lambda port: [database.bin, command, "--host", "127.0.0.1", "--port", str(port), "--key-file", str(key_file),
+                          *options],
+            log_path, lambda url: cls(url, None, key_file, log_path).answers(),
+        )
+        return cls(url, proc, key_file, log_path)
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}{self.PROBE}", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+
 DEVICE_SECRETS: set[str] = set()
 
 

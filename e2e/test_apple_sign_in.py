@@ -10,14 +10,13 @@ and no obstacle with a warm one; the official Python client's `sign_in_with_id_t
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import time
 import uuid
 
 import httpx
 import pytest
 
-from conftest import api_headers, free_port, new_device_secret, psql, run, start_on_free_port, stop_process
+from conftest import StandIn, api_headers, free_port, new_device_secret, psql, run
 from support import assert_error, bearer_headers, create_app, guest_headers, make_client, refresh, sign_up_guest
 
 AUDIENCE = "com.example.fortunia"
@@ -26,12 +25,10 @@ KEY_ID = "SIWAKEY001"
 TOKEN_URL = "/auth/v1/token?grant_type=id_token"
 
 
-class AppleStandIn:
+class AppleStandIn(StandIn):
     """A running `guestpass apple-standin` and its control endpoints."""
 
-    def __init__(self, url: str, proc: subprocess.Popen):
-        self.url = url
-        self.proc = proc
+    PROBE = "/_standin/stats"
 
     def id_token(self, sub: str, **claims) -> str:
         response = httpx.post(f"{self.url}/_standin/id-token", json={"sub": sub, "aud": AUDIENCE, **claims}, timeout=5)
@@ -55,28 +52,11 @@ class AppleStandIn:
         assert response.status_code == 200, response.text
         return response.json()["code"]
 
-    def answers(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/_standin/stats", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        stop_process(self.proc)
 
 
 @pytest.fixture(scope="module")
 def apple(database):
-    key_file = database.workdir / "siwa-key.p8"
-    if not key_file.exists():
-        run([database.bin, "keys", "generate", "--out", str(key_file)])
-    url, proc = start_on_free_port(
-        lambda port: [database.bin, "apple-standin", "--host", "127.0.0.1", "--port", str(port), "--team-id", TEAM_ID,
-                      "--key-id", KEY_ID, "--key-file", str(key_file)],
-        database.workdir / "apple-standin.log", lambda url: AppleStandIn(url, None).answers(),
-    )
-    stand_in = AppleStandIn(url, proc)
-    stand_in.key_file = key_file
+    stand_in = AppleStandIn.start(database, "apple-standin", "siwa-key", "--team-id", TEAM_ID, "--key-id", KEY_ID)
     try:
         yield stand_in
     finally:

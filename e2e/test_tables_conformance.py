@@ -51,10 +51,10 @@ def test_the_table_has_enough_cases():
 
 
 class World:
-    def __init__(self, server, app):
+    def __init__(self, server, app, http: httpx.Client):
         self.server = server
         self.app = app
-        self.http = httpx.Client(timeout=HTTP_TIMEOUT)
+        self.http = http
         self.owner = self._sign_up()
         self.stranger = self._sign_up()
         self.service_headers = {"apikey": app.secret_key, "Authorization": f"Bearer {app.secret_key}"}
@@ -105,11 +105,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(server, app):
-    world = World(server, app)
-    try:
-        yield world
-    finally:
-        world.http.close()
+    with httpx.Client(timeout=HTTP_TIMEOUT) as http:
+        yield World(server, app, http)
 
 
 def describe(response: httpx.Response) -> str:

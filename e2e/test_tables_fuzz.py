@@ -39,9 +39,9 @@ TIME_BUDGET = 60.0  # seconds the whole module may take
 
 
 class Target:
-    def __init__(self, server, app):
+    def __init__(self, server, app, http: httpx.Client):
         self.server = server
-        self.http = httpx.Client(timeout=HTTP_TIMEOUT)
+        self.http = http
         signed = self.http.post(server.url + "/auth/v1/signup", headers=api_headers(app),
                                 json={"data": {"device_id": new_device_secret()}})
         assert signed.status_code == 200, signed.text
@@ -69,11 +69,8 @@ class Target:
 
 @pytest.fixture(scope="module")
 def target(server, app):
-    target = Target(server, app)
-    try:
-        yield target
-    finally:
-        target.http.close()
+    with httpx.Client(timeout=HTTP_TIMEOUT) as http:
+        yield Target(server, app, http)
 
 
 def check(response: httpx.Response, what: str) -> None:

@@ -10,7 +10,6 @@ the claims really overlap.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import uuid
@@ -19,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from conftest import psql, run, start_on_free_port, stop_process
+from conftest import StandIn, psql, run
 from support import create_app, guest_headers, sign_up_guest
 
 pytestmark = pytest.mark.attack  # from the attack run: a hole found and kept closed
@@ -32,14 +31,10 @@ WELCOME_CREDITS = 10
 CLAIM_TIMEOUT = 30.0  # seconds per claim request: the lease wait is 10 s
 
 
-class StandIn:
+class DeviceCheckStandIn(StandIn):
     """A running `guestpass devicecheck-standin` and its control endpoints."""
 
-    def __init__(self, url: str, proc: subprocess.Popen, key_file, log_path):
-        self.url = url
-        self.proc = proc
-        self.key_file = key_file
-        self.log_path = log_path
+    PROBE = "/_standin/devices/probe"
 
     def token(self, device: str) -> str:
         response = httpx.get(f"{self.url}/_standin/devices/{device}/token", timeout=5)
@@ -57,37 +52,15 @@ class StandIn:
         )
         assert response.status_code < 300, response.text
 
-    def answers(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/_standin/devices/probe", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        stop_process(self.proc)
-
-    def log_tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
 
 
 @pytest.fixture(scope="module")
 def standin(database):
     """The DeviceCheck stand-in, with a .p8 key of its own; stopped at teardown."""
-    key_file = database.workdir / "devicecheck-standin.p8"
-    if not key_file.exists():  # another module's stand-in (test_replicas imports this fixture) made it already
-        run([database.bin, "keys", "generate", "--out", str(key_file)])
-    log_path = database.workdir / "devicecheck-standin.log"
-    url, proc = start_on_free_port(
-        lambda port: [
-            database.bin, "devicecheck-standin", "--host", "127.0.0.1", "--port", str(port),
-            "--team-id", TEAM_ID, "--key-id", KEY_ID, "--key-file", str(key_file), "--latency-ms", str(LATENCY_MS),
-        ],
-        log_path, lambda url: StandIn(url, None, key_file, log_path).answers(),
+    stand_in = DeviceCheckStandIn.start(
+        database, "devicecheck-standin", "devicecheck-standin", "--team-id", TEAM_ID, "--key-id", KEY_ID,
+        "--latency-ms", str(LATENCY_MS),
     )
-    stand_in = StandIn(url, proc, key_file, log_path)
     try:
         yield stand_in
     finally:

@@ -1,7 +1,7 @@
 // The core migrations ship inside the `guestpass` binary as SwiftPM resources.
 // The SQL itself lives next to this file: versioned files in `sql/migrations/NNNN_<area>.sql`, repeatable
 // definitions (functions, triggers, policies, grants) in `sql/migrations/repeatable/<NN_area>.sql`.
-import Foundation
+public import Foundation
 
 /// Locates the core migration files bundled with the binary.
 public enum CoreMigrations {

@@ -52,6 +52,24 @@ CREATE SCHEMA guestpass_server;
 COMMENT ON SCHEMA guestpass_server IS 'GuestPass: entry points the server calls on a caller''s behalf (sign-up, refresh, profile, sign-out, API-key lookup). Functions only, each granted to one request role. Never exposed over the RPC endpoint.';
 
 --
+-- Name: realtime_kind; Type: TYPE; Schema: guestpass; Owner: -
+--
+
+CREATE TYPE guestpass.realtime_kind AS ENUM (
+    'INSERT',
+    'UPDATE',
+    'DELETE',
+    'BROADCAST',
+    'PRESENCE'
+);
+
+--
+-- Name: TYPE realtime_kind; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TYPE guestpass.realtime_kind IS 'GuestPass: what a row of guestpass.realtime_changes is: a table change (INSERT, UPDATE, DELETE, as TG_OP), a BROADCAST or a PRESENCE diff.';
+
+--
 -- Name: app_id(); Type: FUNCTION; Schema: auth; Owner: -
 --
 
@@ -884,6 +902,9 @@ declare
     v_ref record;
     v_found uuid[];
     v_count integer;
+    v_table regclass;
+    v_key text;
+    v_spent text;
 begin
     if p_limit is null or p_limit not between 1 and 100000 then
         raise exception using errcode = '22023', message = 'the batch size must be 1 to 100000';
@@ -929,51 +950,30 @@ begin
         end if;
         return query select v_count, cardinality(v_candidates) = p_limit, v_candidates[cardinality(v_candidates)];
         return;
-    when 'sessions' then
-        -- Sessions ended over a week ago (their refresh tokens go with them).
-        with doomed as (
-            select s.id from guestpass.sessions as s
-            where s.revoked_at < v_now - interval '7 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.sessions as s where not p_dry_run and s.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'refresh_tokens' then
-        -- Tokens rotated away over a week ago (the reuse window is seconds; a replay older than that revokes anyway).
-        with doomed as (
-            select t.id from guestpass.refresh_tokens as t
-            where t.revoked_at < v_now - interval '7 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.refresh_tokens as t where not p_dry_run and t.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'idempotency_records' then
-        -- A retried consume comes within minutes; two days is plenty.
-        with doomed as (
-            select c.ctid from guestpass.consumptions as c
-            where c.created_at < v_now - interval '2 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.consumptions as c where not p_dry_run and c.ctid in (select d.ctid from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'rate_limits' then
-        -- Idle a day: every configured bucket refills within that, and a missing row is a full bucket.
-        with doomed as (
-            select r.bucket from guestpass.rate_limits as r
-            where r.updated_at < v_now - interval '1 day'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.rate_limits as r where not p_dry_run and r.bucket in (select d.bucket from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'account_codes' then
-        -- Used or expired codes, a day on.
-        with doomed as (
-            select a.id from guestpass.account_codes as a
-            where a.used_at < v_now - interval '1 day' or a.expires_at < v_now - interval '1 day'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.account_codes as a where not p_dry_run and a.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
+    when 'sessions', 'refresh_tokens', 'idempotency_records', 'rate_limits', 'account_codes' then
+        -- The bookkeeping kinds differ only in their table, the column that names a row, and which rows are spent.
+        select k.table_name, k.row_key, k.spent into v_table, v_key, v_spent
+        from (values
+            -- Sessions ended over a week ago (their refresh tokens go with them).
+            ('sessions', 'guestpass.sessions'::regclass, 'id', 'revoked_at < $1 - interval ''7 days'''),
+            -- Tokens rotated away over a week ago (the reuse window is seconds; a replay older than that revokes anyway).
+            ('refresh_tokens', 'guestpass.refresh_tokens'::regclass, 'id', 'revoked_at < $1 - interval ''7 days'''),
+            -- A retried consume comes within minutes; two days is plenty.
+            ('idempotency_records', 'guestpass.consumptions'::regclass, 'ctid', 'created_at < $1 - interval ''2 days'''),
+            -- Idle a day: every configured bucket refills within that, and a missing row is a full bucket.
+            ('rate_limits', 'guestpass.rate_limits'::regclass, 'bucket', 'updated_at < $1 - interval ''1 day'''),
+            -- Used or expired codes, a day on.
+            ('account_codes', 'guestpass.account_codes'::regclass, 'id',
+             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day''')
+        ) as k (kind, table_name, row_key, spent)
+        where k.kind = p_kind;
+        -- One batch of any of them: $1 the clock, $2 the batch size, $3 a dry run.
+        execute format(
+            'with doomed as (select %2$I from %1$s where %3$s limit $2 for update skip locked), '
+            'gone as (delete from %1$s where not $3 and %2$I in (select d.%2$I from doomed as d) returning 1) '
+            'select case when $3 then (select count(*) from doomed) else (select count(*) from gone) end',
+            v_table, v_key, v_spent)
+            into v_count using v_now, p_limit, p_dry_run;
     else
         raise exception using errcode = '22023',
             message = 'the kind must be guests, sessions, refresh_tokens, idempotency_records, rate_limits or account_codes';
@@ -1119,7 +1119,7 @@ declare
     v_old jsonb;
     v_app text;
 begin
-    if pg_catalog.pg_column_size(NEW) > 1048576 or pg_catalog.pg_column_size(OLD) > 1048576 then
+    if pg_catalog.pg_column_size(NEW) > 262144 or pg_catalog.pg_column_size(OLD) > 262144 then
         -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
         begin
             v_record := pg_catalog.to_jsonb(NEW);
@@ -1138,7 +1138,7 @@ begin
     v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
-        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
              then v_app::uuid
         end,
@@ -1153,6 +1153,47 @@ $_$;
 --
 
 COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
+
+--
+-- Name: realtime_capture_state(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_capture_state() RETURNS TABLE(table_oid oid, wanted boolean, present boolean, current boolean)
+    LANGUAGE sql STABLE
+    AS $$
+    with publication as (
+        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+               | (case when p.pubupdate then 16 else 0 end) as tgtype
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime'
+    ),
+    wanted as (
+        select c.oid
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and (select p.tgtype from publication as p) <> 1
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    present as (
+        select t.tgrelid as oid,
+               t.tgtype = (select p.tgtype from publication as p)
+               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
+        from pg_catalog.pg_trigger as t
+        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
+    from wanted as w
+    full join present as p on p.oid = w.oid
+$$;
+
+--
+-- Name: FUNCTION realtime_capture_state(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_capture_state() IS 'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the published insert/update/delete events, guestpass.realtime_capture(), enabled).';
 
 --
 -- Name: realtime_presence_meta(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2215,7 +2256,7 @@ CREATE FUNCTION guestpass_server.realtime_poll(p_previous pg_snapshot) RETURNS T
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+    select s.snapshot::text, c.seq, c.kind::text, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
            c.record::text, c.old_record::text, c.origin,
            pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     from (select pg_catalog.pg_current_snapshot() as snapshot) as s
@@ -2447,47 +2488,27 @@ COMMENT ON FUNCTION guestpass_server.realtime_prune(p_retention interval) IS 'Gu
 CREATE FUNCTION guestpass_server.realtime_sync() RETURNS TABLE(schema_name text, table_name text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    SET lock_timeout TO '2s'
     AS $$
 declare
-    v_type integer := 0;
+    v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     v_events text;
     v_table record;
 begin
     -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
+    perform pg_catalog.set_config('lock_timeout', '30s', true);
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
+    perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-           | (case when p.pubupdate then 16 else 0 end),
-           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
                      case when p.pubdelete then 'delete' end)
-    into v_type, v_events
+    into v_events
     from pg_catalog.pg_publication as p
     where p.pubname = 'supabase_realtime';
-    v_type := coalesce(v_type, 0);
 
     for v_table in
-        with wanted as (
-            select c.oid
-            from pg_catalog.pg_publication_tables as pt
-            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-            where pt.pubname = 'supabase_realtime'
-              and v_type <> 0
-              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-        ),
-        present as (
-            select t.tgrelid as oid,
-                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-                   and t.tgenabled <> 'D' as current
-            from pg_catalog.pg_trigger as t
-            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-        )
-        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
-        from wanted as w
-        full join present as p on p.oid = w.oid
-        where w.oid is null or p.oid is null or not p.current
+        select s.table_oid::pg_catalog.regclass as name, s.wanted
+        from guestpass.realtime_capture_state() as s
+        where not (s.wanted and s.current)
     loop
         begin
             if v_table.wanted then
@@ -2495,32 +2516,25 @@ begin
                 execute pg_catalog.format(
                     'create or replace trigger guestpass_realtime_capture after %s on %s '
                     'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.oid::pg_catalog.regclass
+                    v_events, v_table.name
                 );
             else
-                execute pg_catalog.format(
-                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
-                );
+                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
             end if;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
-                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
                 using errcode = '01000';
         end;
     end loop;
+    perform pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
 
     return query
-        select pt.schemaname::text, pt.tablename::text
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        join pg_catalog.pg_trigger as t
-          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-         and t.tgenabled <> 'D'
-        where pt.pubname = 'supabase_realtime'
-          and v_type <> 0
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        select n.nspname::text, c.relname::text
+        from guestpass.realtime_capture_state() as s
+        join pg_catalog.pg_class as c on c.oid = s.table_oid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where s.wanted and s.current
         order by 1, 2;
 end
 $$;
@@ -2529,7 +2543,7 @@ $$;
 -- Name: FUNCTION realtime_sync(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.realtime_sync() IS 'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, and removes it from tables no longer published. Idempotent, serialised, no table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), in order: subscribe only to these.';
+COMMENT ON FUNCTION guestpass_server.realtime_sync() IS 'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), in order: subscribe only to these.';
 
 --
 -- Name: redeem_account_code(text, text, text, jsonb, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -4035,7 +4049,7 @@ COMMENT ON TABLE guestpass.rate_limits IS 'GuestPass: token-bucket state per buc
 CREATE UNLOGGED TABLE guestpass.realtime_changes (
     seq bigint NOT NULL,
     xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    kind text NOT NULL,
+    kind guestpass.realtime_kind NOT NULL,
     schema_name text,
     table_name text,
     app_id uuid,
@@ -4044,13 +4058,7 @@ CREATE UNLOGGED TABLE guestpass.realtime_changes (
     record jsonb,
     old_record jsonb,
     origin uuid,
-    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT realtime_changes_kind_check CHECK ((kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text, 'BROADCAST'::text, 'PRESENCE'::text]))),
-    CONSTRAINT realtime_changes_shape_check CHECK (
-CASE
-    WHEN (kind = ANY (ARRAY['INSERT'::text, 'UPDATE'::text, 'DELETE'::text])) THEN ((schema_name IS NOT NULL) AND (table_name IS NOT NULL) AND (topic IS NULL) AND (event IS NULL))
-    ELSE ((schema_name IS NULL) AND (table_name IS NULL) AND (app_id IS NOT NULL) AND (topic IS NOT NULL) AND ((event IS NOT NULL) = (kind = 'BROADCAST'::text)))
-END)
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 ALTER TABLE ONLY guestpass.realtime_changes FORCE ROW LEVEL SECURITY;
@@ -5352,6 +5360,12 @@ REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precis
 --
 
 REVOKE ALL ON FUNCTION guestpass.realtime_capture() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_capture_state(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_capture_state() FROM PUBLIC;
 
 --
 -- Name: FUNCTION realtime_presence_meta(p_meta jsonb, p_ref text); Type: ACL; Schema: guestpass; Owner: -

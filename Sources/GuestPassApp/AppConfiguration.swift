@@ -1,7 +1,7 @@
 import GuestPassApple
-import GuestPassPostgres
-import Logging
-import Prometheus
+public import GuestPassPostgres
+public import Logging
+public import Prometheus
 import Foundation
 
 /// Everything `guestpass serve` needs, read from environment variables.
@@ -73,47 +73,22 @@ public struct AppConfiguration: Sendable {
         if let readURL = environment["GUESTPASS_DATABASE_READ_URL"], !readURL.isEmpty { self.databaseReadURL = readURL }
         self.databasePoolMode = try Self.poolMode(environment: environment)
         if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
-        if let port = environment["GUESTPASS_PORT"] {
-            guard let value = Int(port), (0...65535).contains(value) else {
-                throw ConfigurationError("GUESTPASS_PORT must be a port number, got \(port)")
-            }
-            self.port = value
-        }
-        if let size = environment["GUESTPASS_DB_POOL_SIZE"] {
-            guard let value = Int(size), value > 0 else {
-                throw ConfigurationError("GUESTPASS_DB_POOL_SIZE must be a positive number, got \(size)")
-            }
-            self.databasePoolSize = value
-        }
+        if let value = try Self.number(environment, "GUESTPASS_PORT", in: 0...65535, "a port number") { self.port = value }
+        if let value = try Self.number(environment, "GUESTPASS_DB_POOL_SIZE", in: 1...Int.max, "a positive number") { self.databasePoolSize = value }
         self.exposedSchemas = try Self.exposedSchemas(environment["GUESTPASS_DB_SCHEMAS"])
-        if let timeout = environment["GUESTPASS_DB_ACQUIRE_TIMEOUT"] {
-            guard let value = Int(timeout), (1...600).contains(value) else {
-                throw ConfigurationError("GUESTPASS_DB_ACQUIRE_TIMEOUT must be a number of seconds in 1...600, got \(timeout)")
-            }
+        if let value = try Self.number(environment, "GUESTPASS_DB_ACQUIRE_TIMEOUT", in: 1...600, "a number of seconds in 1...600") {
             self.databaseAcquireTimeout = .seconds(value)
         }
-        if let interval = environment["GUESTPASS_DB_CATALOG_RETRY_MS"] {
-            guard let value = Int(interval), (0...60_000).contains(value) else {
-                throw ConfigurationError("GUESTPASS_DB_CATALOG_RETRY_MS must be a number of milliseconds in 0...60000, got \(interval)")
-            }
+        if let value = try Self.number(environment, "GUESTPASS_DB_CATALOG_RETRY_MS", in: 0...60_000, "a number of milliseconds in 0...60000") {
             self.catalogRetryInterval = .milliseconds(value)
         }
-        if let rows = environment["GUESTPASS_DB_MAX_ROWS"] {
-            guard let value = Int(rows), (1...1_000_000).contains(value) else {
-                throw ConfigurationError("GUESTPASS_DB_MAX_ROWS must be a number of rows in 1...1000000, got \(rows)")
-            }
+        if let value = try Self.number(environment, "GUESTPASS_DB_MAX_ROWS", in: 1...1_000_000, "a number of rows in 1...1000000") {
             self.maxRows = value
         }
-        if let timeout = environment["GUESTPASS_APPLE_TIMEOUT_MS"] {
-            guard let value = Int(timeout), (100...60_000).contains(value) else {
-                throw ConfigurationError("GUESTPASS_APPLE_TIMEOUT_MS must be a number of milliseconds in 100...60000, got \(timeout)")
-            }
+        if let value = try Self.number(environment, "GUESTPASS_APPLE_TIMEOUT_MS", in: 100...60_000, "a number of milliseconds in 100...60000") {
             self.appleTimeout = .milliseconds(value)
         }
-        if let drain = environment["GUESTPASS_SHUTDOWN_DRAIN_MS"] {
-            guard let value = Int(drain), (0...60_000).contains(value) else {
-                throw ConfigurationError("GUESTPASS_SHUTDOWN_DRAIN_MS must be a number of milliseconds in 0...60000, got \(drain)")
-            }
+        if let value = try Self.number(environment, "GUESTPASS_SHUTDOWN_DRAIN_MS", in: 0...60_000, "a number of milliseconds in 0...60000") {
             self.shutdownDrain = .milliseconds(value)
         }
         if let address = environment["GUESTPASS_METRICS_ADDRESS"], !address.isEmpty {
@@ -134,8 +109,16 @@ public struct AppConfiguration: Sendable {
         }
     }
 
-    /// `GUESTPASS_DB_POOL_MODE` (`session` by default, or `transaction` behind PgBouncer's transaction pooling), for
-    /// `serve` and the operator commands alike.
+    /// The whole number `environment[name]` holds, nil when it is unset; anything but a whole number in `range` throws
+    /// "<name> must be <what>, got <value>".
+    private static func number(
+        _ environment: [String: String], _ name: String, in range: ClosedRange<Int>, _ what: String
+    ) throws -> Int? {
+        guard let text = environment[name] else { return nil }
+        guard let value = Int(text), range.contains(value) else { throw ConfigurationError("\(name) must be \(what), got \(text)") }
+        return value
+    }
+
     /// The exposed schemas of `GUESTPASS_DB_SCHEMAS` (comma-separated; `public` when unset or empty): app schemas only,
     /// never GuestPass's own or PostgreSQL's. The one parser of the variable (`serve`, `prune`).
     public static func exposedSchemas(_ value: String?) throws -> [String] {
@@ -148,6 +131,8 @@ public struct AppConfiguration: Sendable {
         return names
     }
 
+    /// `GUESTPASS_DB_POOL_MODE` (`session` by default, or `transaction` behind PgBouncer's transaction pooling), for
+    /// `serve` and the operator commands alike.
     public static func poolMode(environment: [String: String]) throws -> PostgresConfiguration.PoolMode {
         guard let mode = environment["GUESTPASS_DB_POOL_MODE"], !mode.isEmpty else { return .session }
         guard let value = PostgresConfiguration.PoolMode(rawValue: mode) else {

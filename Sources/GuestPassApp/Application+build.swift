@@ -1,7 +1,7 @@
 import GuestPassPostgres
-import Hummingbird
+public import Hummingbird
 import HummingbirdWebSocket
-import Logging
+public import Logging
 import ServiceLifecycle
 import GuestPassStore
 
@@ -40,7 +40,7 @@ public func buildApplication(
     RealtimeRoutes(services: realtime, authenticator: authenticator).registerUpgrade(on: webSocketRouter)
     return Application(
         router: router,
-        server: .http1WebSocketUpgrade(
+        server: .http1WithRealtime(
             webSocketRouter: webSocketRouter,
             configuration: .init(
                 http1: .init(),

@@ -1,4 +1,4 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import NIOCore
 
 /// The HTTP client of every call to Apple's Sign in with Apple endpoints (keys, code exchange, revocation).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GuestPassCrypto
 
 /// What a verified Apple identity token says about the user.

@@ -1,7 +1,7 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
-import GuestPassCrypto
-import Logging
+public import GuestPassCrypto
+public import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore

@@ -1,7 +1,7 @@
 import Foundation
-import GuestPassCrypto
-import Hummingbird
-import Logging
+public import GuestPassCrypto
+public import Hummingbird
+public import Logging
 import NIOConcurrencyHelpers
 import NIOFoundationEssentialsCompat
 

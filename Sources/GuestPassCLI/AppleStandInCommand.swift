@@ -21,12 +21,16 @@ struct AppleStandInCommand: AsyncParsableCommand {
         let logger = bootstrapLogging(label: "guestpass.apple-standin")
         var clientKey: AppleStandInState.ClientKey?
         if let teamID = self.teamId, let keyID = self.keyId, let keyFile = self.keyFile {
-            let pem = try String(contentsOfFile: keyFile, encoding: .utf8)
-            let publicKey = try (try? ES256PrivateKey(pemRepresentation: pem))?.publicKey ?? ES256PublicKey(pemRepresentation: pem)
-            clientKey = AppleStandInState.ClientKey(teamID: teamID, keyID: keyID, publicKey: publicKey)
+            clientKey = AppleStandInState.ClientKey(teamID: teamID, keyID: keyID, publicKey: try standInPublicKey(file: keyFile))
         }
         let state = try AppleStandInState(clientKey: clientKey)
         let app = buildAppleStandIn(host: self.host, port: self.port, state: state, logger: logger)
         try await app.runService()
     }
+}
+
+/// The public key of a stand-in's `--key-file`: a .p8 private key (the one the server signs with) or a public PEM.
+func standInPublicKey(file path: String) throws -> ES256PublicKey {
+    let pem = try String(contentsOfFile: path, encoding: .utf8)
+    return try (try? ES256PrivateKey(pemRepresentation: pem))?.publicKey ?? ES256PublicKey(pemRepresentation: pem)
 }

@@ -19,8 +19,7 @@ struct DeviceCheckStandInCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds every Apple endpoint takes to answer (Apple-like latency for benchmarks).") var latencyMs = 0
 
     func run() async throws {
-        let pem = try String(contentsOfFile: self.keyFile, encoding: .utf8)
-        let publicKey = try (try? ES256PrivateKey(pemRepresentation: pem))?.publicKey ?? ES256PublicKey(pemRepresentation: pem)
+        let publicKey = try standInPublicKey(file: self.keyFile)
         let logger = bootstrapLogging(label: "guestpass.devicecheck-standin")
         var configuration = StandInConfiguration(host: self.host, port: self.port, teamID: self.teamId, keyID: self.keyId, publicKey: publicKey)
         configuration.latency = .milliseconds(max(0, self.latencyMs))

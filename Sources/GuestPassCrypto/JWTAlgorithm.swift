@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The JWS algorithms this module implements (RFC 7518 §3.1). `none` is deliberately absent.
 public enum JWTAlgorithm: String, Hashable, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A key a `JWTVerifier` accepts, bound to exactly one algorithm and one `kid` (RFC 8725 §3.1).
 public struct JWTVerificationKey: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Verifies compact JWS tokens against a set of keys (several during a key rotation) and checks the registered
 /// claims.

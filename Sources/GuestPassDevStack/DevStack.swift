@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 import GuestPassStore
 import GuestPassCrypto
 import GuestPassMigrations
 import GuestPassPostgres
-import Logging
+public import Logging
 
 /// The one way to bring a GuestPass stack up on a PostgreSQL cluster: a database (created when missing, or copied
 /// from a template), the core migrations (and an app's own folder of them), apps with their two API keys, and a JWT

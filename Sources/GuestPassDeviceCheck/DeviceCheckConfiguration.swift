@@ -1,5 +1,5 @@
-import Foundation
-import GuestPassCrypto
+public import Foundation
+public import GuestPassCrypto
 
 /// Everything the DeviceCheck client needs to talk to Apple (or to the local stand-in).
 public struct DeviceCheckConfiguration: Sendable {

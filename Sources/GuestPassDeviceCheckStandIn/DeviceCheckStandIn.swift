@@ -1,7 +1,7 @@
 import Foundation
 import GuestPassCrypto
-import Hummingbird
-import Logging
+public import Hummingbird
+public import Logging
 
 /// Builds a local stand-in for Apple's DeviceCheck servers: real HTTP speaking Apple's protocol, so the production
 /// `DeviceCheckClient` runs unchanged against `http://<host>:<port>`. For development and tests only.

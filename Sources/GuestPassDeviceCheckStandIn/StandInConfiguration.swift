@@ -1,4 +1,4 @@
-import GuestPassCrypto
+public import GuestPassCrypto
 
 /// Where the DeviceCheck stand-in listens and which DeviceCheck key it accepts.
 public struct StandInConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GuestPassCrypto
 
 /// The stand-in's memory: the bits of each device, the planned failures and the recent requests.

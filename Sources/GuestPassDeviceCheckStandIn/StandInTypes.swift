@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The stand-in's record of one device: its two bits, when they last changed and how often they were set.
 public struct StandInDevice: Sendable, Hashable {

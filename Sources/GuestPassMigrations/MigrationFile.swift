@@ -1,5 +1,5 @@
 import CoreMigrations
-import Foundation
+public import Foundation
 import GuestPassCrypto
 
 /// Where a migration comes from: the core set embedded in the binary, or an app's own folder (`--dir`).

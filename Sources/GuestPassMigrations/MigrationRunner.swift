@@ -1,6 +1,6 @@
 import Foundation
-import GuestPassPostgres
-import Logging
+public import GuestPassPostgres
+public import Logging
 
 /// Applies versioned migrations in order, once, and repeatable files whenever they change, each file in its own
 /// transaction together with its history row.

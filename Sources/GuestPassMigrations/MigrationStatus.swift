@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One line of `guestpass migrate status`.
 public struct MigrationStatus: Sendable, Equatable {

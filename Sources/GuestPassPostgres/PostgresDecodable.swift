@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A Swift type that can be decoded from a result cell (text format). Non-optional types reject `NULL`.
 public protocol PostgresDecodable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A bound statement parameter (`$1`, `$2`, …). SQL text is never built from values: they travel separately.
 public struct PostgresParameter: Sendable, Hashable {

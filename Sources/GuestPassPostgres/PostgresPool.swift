@@ -1,6 +1,6 @@
-import Logging
+public import Logging
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// A bounded pool of libpq connections.
 ///
@@ -54,6 +54,12 @@ public final class PostgresPool: Service, Sendable {
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresResult {
         let statement = PostgresStatement(sql, parameters)
         return try await self.withConnection { try await $0.run { try $0.execute(statement) } }
+    }
+
+    /// Runs a multi-statement script (simple protocol) on any connection: set-up and DDL, one round trip.
+    @discardableResult
+    public func executeScript(_ sql: String) async throws -> [PostgresResult] {
+        try await self.withConnection { try await $0.executeScript(sql) }
     }
 
     // MARK: Hand-back

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A calendar date without a time zone, as PostgreSQL's `date`.
 public struct PostgresDate: Hashable, Sendable, Comparable, CustomStringConvertible {

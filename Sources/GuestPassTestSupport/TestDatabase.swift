@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GuestPassDevStack
-import GuestPassPostgres
+public import GuestPassPostgres
 import Logging
 
 /// A throwaway database in the test cluster that `./scripts/test` starts (`GUESTPASS_TEST_DATABASE_URL`).

@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// The kind of a row change.
 public enum RealtimeChangeType: String, Sendable, Equatable, CaseIterable {
@@ -22,9 +22,9 @@ public enum RealtimeChangeType: String, Sendable, Equatable, CaseIterable {
 /// `if self.id and self.id in ids`) derived from the members alone, as Realtime's `:erlang.phash2(params)` is: FNV-1a
 /// (32 bits) over the canonical JSON text of the members (`CompactJSONEncoder`: keys sorted by their UTF-8 bytes, no
 /// whitespace, strings escaped one way, numbers as written), masked to 31 bits, 0 mapped to 1. Identical bindings get
-/// the same id, on every server replica and across restarts; different bindings almost always different ones (a
-/// collision only makes both bindings' callbacks see each other's events, which clients then filter by event and
-/// table themselves).
+/// the same id, on every server replica and across restarts. Different bindings of one channel share an id with odds
+/// of about n²/2³² for n bindings (Realtime's 27-bit `phash2` has the same risk); clients would then hand each one's
+/// changes to both callbacks, so a server that wants certainty compares ids of unequal members at join.
 ///
 /// Typed fields (null is the same as absent; another type is `invalidField`):
 /// - `event`: `*`, `INSERT`, `UPDATE`, `DELETE`, any case; absent, and any other string, mean every change, as Realtime's

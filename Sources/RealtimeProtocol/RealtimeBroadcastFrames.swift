@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// A broadcast's own payload: JSON text, or bytes the sender marked binary.
 public enum RealtimeBroadcastPayload: Sendable, Equatable, Hashable {

@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// A message a client sent in a text frame, in either framing: `heartbeat`, `phx_join`, `phx_leave`, `access_token`,
 /// `broadcast`, `presence`, or anything else (Realtime ignores unknown events; so may the server).

@@ -15,8 +15,8 @@
 ///   enclose the whole value, as Realtime does).
 /// - `in.(…)`: the value must be wrapped in parentheses; items are separated by commas; an item is either
 ///   double-quoted with backslash escapes (commas, parentheses, spaces and quotes inside; only spaces may follow the
-///   closing quote) or bare text, trimmed of spaces, that holds no `"`. As in PostgREST's in-lists and PostgreSQL's
-///   array literals. `in.()` is the empty list (matches nothing); an empty bare item (`in.(a,,b)`) is an error; at most
+///   closing quote) or bare text, trimmed of spaces, that holds no `"`, `(` or `)` (quote such values, as supabase-swift
+///   and PostgREST's in-lists do). `in.()` is the empty list (matches nothing); an empty bare item (`in.(a,,b)`) is an error; at most
 ///   `maxListValues` (100) items, Realtime's documented cap.
 ///
 /// Bounds and refusals, each an `invalidFilter` error `invalid filter "<condition>": <reason>`: an unterminated quote,
@@ -98,7 +98,9 @@ public struct RealtimeFilter: Sendable, Equatable {
         }
         var conditions: [Condition] = []
         for segment in segments {
-            conditions.append(try Self.condition(FilterScanner.trimmed(segment)))
+            let condition = FilterScanner.trimmed(segment)
+            guard !condition.isEmpty else { throw Self.failure(text, "filter must not contain empty conditions (check for extra commas)") }
+            conditions.append(try Self.condition(condition))
         }
         return RealtimeFilter(conditions: conditions)
     }
@@ -107,9 +109,6 @@ public struct RealtimeFilter: Sendable, Equatable {
 
     private static func condition(_ segment: ArraySlice<UInt8>) throws(RealtimeProtocolError) -> Condition {
         let text = FilterScanner.string(segment)
-        guard !segment.isEmpty else {
-            throw Self.failure(text, "filter must not contain empty conditions (check for extra commas)")
-        }
         guard let equals = segment.firstIndex(of: UInt8(ascii: "=")) else { throw Self.failure(text, "missing \"=\" after the column") }
         let column = segment[..<equals]
         try Self.checkColumn(column, condition: text)
@@ -260,8 +259,8 @@ enum FilterScanner {
                 let end = inside[index...].firstIndex(of: Self.comma) ?? inside.endIndex
                 let item = Self.trimmed(inside[index..<end])
                 guard !item.isEmpty else { throw RealtimeFilter.failure(condition, "empty value in the `in` list (quote it: \"\")") }
-                guard !item.contains(Self.quote) else {
-                    throw RealtimeFilter.failure(condition, "a quote inside an unquoted `in` value (quote the whole value)")
+                guard !item.contains(where: { $0 == Self.quote || $0 == UInt8(ascii: "(") || $0 == UInt8(ascii: ")") }) else {
+                    throw RealtimeFilter.failure(condition, "a quote or parenthesis inside an unquoted `in` value (quote the whole value)")
                 }
                 items.append(Self.string(item))
                 index = end

@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// Serialised JSON text that is embedded into outbound frames verbatim, never parsed again.
 ///

@@ -1,4 +1,4 @@
-import GuestPassJSON
+public import GuestPassJSON
 
 /// A channel topic: `realtime:` followed by the channel's name.
 public struct RealtimeTopic: Sendable, Equatable, Hashable {
@@ -92,9 +92,8 @@ public struct RealtimeJoinConfig: Sendable, Equatable {
     public static func parse(payload: JSONValue) throws(RealtimeProtocolError) -> RealtimeJoinConfig {
         guard case .object(let members) = payload else { throw Self.wrongType("payload", "an object") }
         var config = RealtimeJoinConfig()
-        let accessToken = try Self.string(members["access_token"], path: "access_token")
-        let userToken = try Self.string(members["user_token"], path: "user_token")
-        config.accessToken = accessToken ?? userToken
+        config.accessToken = try Self.string(members["access_token"], path: "access_token")
+        if config.accessToken == nil { config.accessToken = try Self.string(members["user_token"], path: "user_token") }
         guard let configMembers = try Self.object(members["config"], path: "config") else { return config }
         if let broadcast = try Self.object(configMembers["broadcast"], path: "config.broadcast") {
             config.broadcast.ack = try Self.bool(broadcast["ack"], path: "config.broadcast.ack") ?? false

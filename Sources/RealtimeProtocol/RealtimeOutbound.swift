@@ -5,6 +5,14 @@ public enum RealtimeFrame: Sendable, Equatable, Hashable {
     case text(String)
     /// A binary frame.
     case binary([UInt8])
+
+    /// The frame's size in bytes (UTF-8 for text), for bounding a socket's outbound queue; O(1).
+    public var byteCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let bytes): bytes.count
+        }
+    }
 }
 
 /// A message the server sends: a reply, a push (`system`, `postgres_changes`, `broadcast`, `presence_state`,
@@ -49,6 +57,18 @@ public struct RealtimeOutboundMessage: Sendable, Equatable {
     /// The `phx_reply` to a kind-3 broadcast push (its `ack`): same join ref, ref and topic.
     public static func reply(to push: RealtimeBroadcastPush, payload: RealtimeJSON) -> RealtimeOutboundMessage {
         RealtimeOutboundMessage(joinRef: push.joinRef, ref: push.ref, topic: push.topic, event: "phx_reply", payload: payload)
+    }
+
+    /// `phx_close` on the channel joined with `joinRef`: join_ref and ref both the join's ref, payload `{}` (Phoenix's
+    /// shape: the channel ended on purpose and clients do not rejoin; supabase-swift ignores one whose join_ref is stale).
+    public static func close(topic: String, joinRef: String?) -> RealtimeOutboundMessage {
+        RealtimeOutboundMessage(joinRef: joinRef, ref: joinRef, topic: topic, event: "phx_close", payload: .emptyObject)
+    }
+
+    /// `phx_error` on the channel joined with `joinRef`, shaped as `close`: the channel failed and clients rejoin with
+    /// back-off.
+    public static func channelError(topic: String, joinRef: String?) -> RealtimeOutboundMessage {
+        RealtimeOutboundMessage(joinRef: joinRef, ref: joinRef, topic: topic, event: "phx_error", payload: .emptyObject)
     }
 
     /// The text frame of this message in `version`'s framing.

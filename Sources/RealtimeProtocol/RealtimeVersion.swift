@@ -44,7 +44,7 @@ public struct RealtimeLimits: Sendable, Equatable {
         self.maxValues = maxValues
     }
 
-    /// 1 MiB frames, 32 levels of nesting, 200,000 values: a 1 MiB broadcast of small numbers fits, and the worst frame
-    /// of that many values parses in tens of milliseconds.
+    /// 1 MiB frames, 32 levels of nesting, 200,000 values: a broadcast of 100,000 small numbers fits, and the slowest
+    /// frame of that many values (all numbers) parses in about 15 ms in a release build.
     public static let standard = RealtimeLimits(maxFrameBytes: 1 << 20, maxDepth: 32, maxValues: 200_000)
 }

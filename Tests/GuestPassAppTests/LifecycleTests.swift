@@ -16,6 +16,15 @@ import NIOFoundationEssentialsCompat
 /// 200 again after; under HTTP load across a `pg_ctl restart`, requests succeed again afterwards on new sessions, no
 /// sign-up is lost or doubled, and the service (this process) is never restarted. A cluster of the test's own.
 @Suite struct LifecycleTests {
+    /// One sign-up of the load: the device it was for, the HTTP status, and the user id when it was a 200. Declared
+    /// here rather than inside the test's closure: a type declared in that closure makes the compiler check the
+    /// closure's local functions as if their calls were synchronous ("no 'async' operations occur within 'await'").
+    struct Attempt: Sendable {
+        let device: String
+        let status: UInt
+        let userID: String?
+    }
+
     @Test(.timeLimit(.minutes(3))) func serviceRidesOutAPostgresRestartUnderHTTPLoad() async throws {
         let cluster = try await ThrowawayCluster.create()
         defer { cluster.destroy() }
@@ -66,11 +75,6 @@ import NIOFoundationEssentialsCompat
 
             // A restart under load: 4 workers sign up guests, a new device each (bounded by count and time), until
             // well after it.
-            struct Attempt: Sendable {
-                let device: String
-                let status: UInt
-                let userID: String?
-            }
             let owner = PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))
             let guests = "SELECT count(*)::int8 FROM public.users WHERE app_id = $1::uuid"
             let appID = try #require(stack.apps.first).appID

@@ -53,7 +53,10 @@ import Testing
                 [RealtimeCondition(column: "kind", op: .eq, values: ["palm"])],
                 [RealtimeCondition(column: "kind", op: .in, values: ["face", "coffee"])],
                 [RealtimeCondition(column: "kind", op: .in, negated: true, values: ["face", "coffee"])],
-                [RealtimeCondition(column: "user_id", op: .eq, values: [alice.lowercasedString]), RealtimeCondition(column: "kind", op: .neq, values: ["palm"])],
+                [
+                    RealtimeCondition(column: "user_id", op: .eq, values: [alice.lowercasedString]),
+                    RealtimeCondition(column: "kind", op: .neq, values: ["palm"]),
+                ],
                 [RealtimeCondition(column: "created_at", op: .lt, values: ["2026-11-25T11:00:00+01:00"])],
                 [],
             ]

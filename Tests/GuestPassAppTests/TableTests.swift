@@ -89,14 +89,12 @@ import Testing
         try await TestService.with(examples: true) { service in
             let tenant = try await service.createTenant()
             let database = service.database.name
-            try await service.owner.withConnection {
-                try await $0.executeScript(
-                    """
-                    CREATE VIEW public.slow_readings WITH (security_invoker = true) AS SELECT r.*, pg_sleep(0.5)::text AS slept FROM public.readings AS r;
-                    GRANT SELECT ON public.slow_readings TO authenticated;
-                    ALTER ROLE authenticated IN DATABASE "\(database)" SET statement_timeout = '200ms';
-                    """)
-            }
+            try await service.owner.executeScript(
+                """
+                CREATE VIEW public.slow_readings WITH (security_invoker = true) AS SELECT r.*, pg_sleep(0.5)::text AS slept FROM public.readings AS r;
+                GRANT SELECT ON public.slow_readings TO authenticated;
+                ALTER ROLE authenticated IN DATABASE "\(database)" SET statement_timeout = '200ms';
+                """)
             try await service.withServer { client in
                 let guest = try await RPCTests.guest(client, tenant)
                 _ = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm"}"#)
@@ -110,17 +108,15 @@ import Testing
     @Test func numbersBeyondDoublePrecisionKeepEveryDigit() async throws {
         try await TestService.with(examples: true) { service in
             let tenant = try await service.createTenant()
-            try await service.owner.withConnection {
-                try await $0.executeScript(
-                    """
-                    CREATE TABLE public.measurements (id bigint PRIMARY KEY, amount numeric NOT NULL, user_id uuid NOT NULL DEFAULT auth.uid());
-                    ALTER TABLE public.measurements ENABLE ROW LEVEL SECURITY;
-                    ALTER TABLE public.measurements FORCE ROW LEVEL SECURITY;
-                    CREATE POLICY measurements_own ON public.measurements TO authenticated
-                        USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
-                    GRANT SELECT, INSERT ON public.measurements TO authenticated;
-                    """)
-            }
+            try await service.owner.executeScript(
+                """
+                CREATE TABLE public.measurements (id bigint PRIMARY KEY, amount numeric NOT NULL, user_id uuid NOT NULL DEFAULT auth.uid());
+                ALTER TABLE public.measurements ENABLE ROW LEVEL SECURITY;
+                ALTER TABLE public.measurements FORCE ROW LEVEL SECURITY;
+                CREATE POLICY measurements_own ON public.measurements TO authenticated
+                    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
+                GRANT SELECT, INSERT ON public.measurements TO authenticated;
+                """)
             try await service.withServer { client in
                 let guest = try await RPCTests.guest(client, tenant)
                 let body = #"{"id":9007199254740993,"amount":12345678901234567890.12345678901234567891}"#
@@ -134,9 +130,8 @@ import Testing
 
     @Test func tablesAnAPIRoleCanWriteWithoutRowLevelSecurityAreNamed() async throws {
         try await TestService.with(examples: true) { service in
-            try await service.owner.withConnection {
-                try await $0.executeScript("CREATE TABLE public.open_notes (id int PRIMARY KEY); GRANT INSERT ON public.open_notes TO authenticated")
-            }
+            try await service.owner.executeScript(
+                "CREATE TABLE public.open_notes (id int PRIMARY KEY); GRANT INSERT ON public.open_notes TO authenticated")
             let pool = PostgresPool(configuration: service.configuration.postgres)
             let cache = SchemaCache(pool: pool, schemas: ["public"])
             try await cache.reload()

@@ -6,10 +6,20 @@ import GuestPassTestSupport
 import Testing
 
 /// Three files that each create a table.
-private func writeThreeTables(_ folder: MigrationFolder) throws {
-    try folder.write("0001_create_t1.sql", "-- first table\ncreate table t1 (id int primary key);\ninsert into t1 values (1);\n")
-    try folder.write("0002_create_t2.sql", "-- second table\ncreate table t2 (id int primary key, t1_id int references t1 (id));\n")
-    try folder.write("0003_create_t3.sql", "-- third table\ncreate table t3 (id int primary key);\n")
+private let threeTables: KeyValuePairs<String, String> = [
+    "0001_create_t1.sql": "-- first table\ncreate table t1 (id int primary key);\ninsert into t1 values (1);\n",
+    "0002_create_t2.sql": "-- second table\ncreate table t2 (id int primary key, t1_id int references t1 (id));\n",
+    "0003_create_t3.sql": "-- third table\ncreate table t3 (id int primary key);\n",
+]
+
+/// Runs `body` on a fresh database to which the three tables' folder has been applied: where the tests of a changed
+/// history start.
+private func withThreeTablesApplied(_ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void) async throws {
+    let folder = try MigrationFolder(threeTables)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
 }
 
 @Suite("Migration runner against a real database")
@@ -18,10 +28,8 @@ struct MigrationRunnerTests {
 
     @Test("applies a folder once; a second run applies nothing")
     func applyOnceThenNothing() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        let folder = try MigrationFolder(threeTables)
+        try await withRunner { (runner, pool) async throws in
             let files = try folder.load()
             let started = Date()
 
@@ -45,12 +53,12 @@ struct MigrationRunnerTests {
                 #expect(row.appliedAt >= started.addingTimeInterval(-5) && row.appliedAt <= Date().addingTimeInterval(5))
             }
 
-            let second = try await runner.up(core: [], app: try folder.load())
+            let second = try await runner.up(folder)
             #expect(second.applied.isEmpty)
             #expect(try await historyCount(pool) == 3)
             #expect(try await count(pool, "select count(*) from t1") == 1, "0001 must not have run twice")
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .applied])
         }
     }
@@ -62,8 +70,7 @@ struct MigrationRunnerTests {
         try await CoreRoles.ensure()
         let core = try MigrationFile.load(from: CoreMigrations.directory, scope: .core)
         #expect(!core.isEmpty)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let first = try await runner.up(core: core, app: nil)
             #expect(first.applied.map(\.version) == core.map(\.version))
             let rows = try await historyRows(pool)
@@ -82,29 +89,59 @@ struct MigrationRunnerTests {
 
     // MARK: 3. Edited and missing files
 
-    @Test("an applied file that was edited is refused, and nothing else is applied")
-    func editedFileRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
+    @Test("migrate puts Realtime's capture trigger on exactly the tables an app's migrations publish")
+    func realtimeSyncAfterMigrations() async throws {
+        try await CoreRoles.ensure()
+        let core = try MigrationSet.core()
+        let app = try MigrationFolder()
+        try app.write(
+            "0001_create_notes.sql",
+            """
+            create table public.notes (id int primary key, body text);
+            alter table public.notes enable row level security, force row level security;
+            alter publication supabase_realtime add table public.notes;
+
+            """
+        )
+        let captured = """
+            select count(*) from pg_trigger
+            where tgrelid = 'public.notes'::regclass and tgname = 'guestpass_realtime_capture'
+            """
         try await withEmptyDatabase { (_, pool) async throws in
             let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+            _ = try await runner.up(core: core, app: try app.loadSet(.app))
+            #expect(try await count(pool, captured) == 1, "the published table is captured when migrate returns")
+            try await pool.execute("insert into public.notes values (1, 'hello')")
+            #expect(
+                try await count(pool, "select count(*) from guestpass.realtime_changes where table_name = 'notes' and kind = 'INSERT'") == 1
+            )
+
+            // A later file takes it out of the publication: the trigger goes with the next run.
+            try app.write("0002_unpublish_notes.sql", "alter publication supabase_realtime drop table public.notes;\n")
+            _ = try await runner.up(core: core, app: try app.loadSet(.app))
+            #expect(try await count(pool, captured) == 0, "a table that left the publication is no longer captured")
+
+            // By hand, then a run with nothing to apply: the sync runs anyway.
+            try await pool.execute("alter publication supabase_realtime add table public.notes")
+            #expect(try await runner.up(core: core, app: try app.loadSet(.app)).applied.isEmpty)
+            #expect(try await count(pool, captured) == 1, "every run leaves the triggers matching the publication")
+        }
+    }
+
+    @Test("an applied file that was edited is refused, and nothing else is applied")
+    func editedFileRefused() async throws {
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             try folder.write("0002_create_t2.sql", "-- second table, edited\ncreate table t2 (id bigint primary key);\n")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("edited"), "message should say the file was edited: \(message)")
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "edited")
 
             #expect(!(try await tableExists(pool, "t4")), "0004 must not be applied when the history is refused")
             #expect(try await historyCount(pool) == 3)
             #expect(try await historyRows(pool).map(\.checksum) == recorded.map(\.checksum), "the recorded checksums stay")
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .changed, .applied, .pending])
             #expect(status.contains { $0.needsAttention })
         }
@@ -112,55 +149,35 @@ struct MigrationRunnerTests {
 
     @Test("a recorded file that is missing is refused")
     func missingFileRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
 
             try folder.remove("0003_create_t3.sql")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0003_create_t3.sql"), "message should name the file: \(message)")
-            #expect(message.contains("missing"), "message should say the file is missing: \(message)")
+            expect(await runner.refusal(folder), mentions: "0003_create_t3.sql", "missing")
             #expect(!(try await tableExists(pool, "t4")))
             #expect(try await historyCount(pool) == 3)
 
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .missing, .pending])
         }
     }
 
     @Test("a recorded file is missing even when the folder is now empty")
     func allFilesMissingRefused() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             for name in ["0001_create_t1.sql", "0002_create_t2.sql", "0003_create_t3.sql"] { try folder.remove(name) }
 
             // `status` already reports the three rows as missing …
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.missing, .missing, .missing])
             // … and `up` refuses too, even though the folder is now empty.
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(error?.description.contains("missing") == true)
+            expect(await runner.refusal(folder), mentions: "missing")
         }
     }
 
     @Test("CRLF line endings (and a UTF-8 BOM) are not an edit")
     func lineEndingsAreNotAnEdit() async throws {
-        let folder = try MigrationFolder()
-        try writeThreeTables(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: [], app: try folder.load())
+        try await withThreeTablesApplied { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             let original = String(decoding: try folder.bytes("0002_create_t2.sql"), as: UTF8.self)
@@ -171,12 +188,12 @@ struct MigrationRunnerTests {
             try folder.write("0003_create_t3.sql", bytes: withBOM)
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
 
-            let outcome = try await runner.up(core: [], app: try folder.load())
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0004"])
             #expect(try await tableExists(pool, "t4"))
             let rows = try await historyRows(pool)
             #expect(rows.prefix(3).map(\.checksum) == recorded.map(\.checksum))
-            let status = try await runner.status(core: [], app: try folder.load())
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .applied, .applied, .applied])
         }
     }
@@ -185,19 +202,13 @@ struct MigrationRunnerTests {
 
     @Test("a failing file leaves no trace; fixed, it applies with the files after it")
     func failingFileLeavesNoTrace() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_create_t2.sql", "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/0;\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("division by zero"), "message should carry the server's error: \(message)")
-            #expect(message.contains("22012"), "message should carry the SQLSTATE: \(message)")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_create_t2.sql": "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/0;\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "division by zero", "22012")
 
             #expect(try await tableExists(pool, "t1"), "0001 was applied before 0002 failed")
             #expect(!(try await tableExists(pool, "t2")), "0002's DDL must be rolled back")
@@ -205,7 +216,7 @@ struct MigrationRunnerTests {
             #expect(try await historyRows(pool).map(\.version) == ["0001"])
 
             try folder.write("0002_create_t2.sql", "create table t2 (id int);\ninsert into t2 values (1);\nselect 1/1;\n")
-            let outcome = try await runner.up(core: [], app: try folder.load())
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0002", "0003"])
             #expect(try await count(pool, "select count(*) from t2") == 1)
             #expect(try await tableExists(pool, "t3"))
@@ -217,18 +228,13 @@ struct MigrationRunnerTests {
 
     @Test("a file that commits on its own is refused and leaves no history row")
     func fileWithCommitRefused() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_commit_itself.sql", "create table t_commit (id int);\ncommit;\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_commit_itself.sql"), "message should name the file: \(message)")
-            #expect(message.contains("ended the transaction itself"), "message: \(message)")
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_commit_itself.sql": "create table t_commit (id int);\ncommit;\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_commit_itself.sql", "ended the transaction itself")
             #expect(try await historyRows(pool).map(\.version) == ["0001"], "no history row for the refused file")
             #expect(!(try await tableExists(pool, "t3")), "nothing after the refused file runs")
 
@@ -236,7 +242,7 @@ struct MigrationRunnerTests {
             #expect(!(try await tableExists(pool, "t_commit")), "the file's own COMMIT failed, so its DDL rolled back")
             // Still refused on the next run (no history row, so it is pending again and fails the same way).
             await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
+                _ = try await runner.up(folder)
             }
         }
     }
@@ -245,17 +251,14 @@ struct MigrationRunnerTests {
 
     @Test("a -- migrate:no-transaction file runs outside a transaction (create index concurrently)")
     func noTransactionFile() async throws {
-        let folder = try MigrationFolder()
-        try folder.write(
-            "0001_create_t1.sql", "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n")
-        try folder.write(
-            "0002_index_t1_label.sql",
-            "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n"
-        )
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int, label text);\ninsert into t1 select g, 'x' || g from generate_series(1, 100) g;\n",
+            "0002_index_t1_label.sql":
+                "-- index t1.label without blocking writes\n-- migrate:no-transaction\n\ncreate index concurrently t1_label_idx on t1 (label);\n",
+        ])
         #expect(try folder.load().map(\.transactional) == [true, false])
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let outcome = try await runner.up(core: [], app: try folder.load())
+        try await withRunner { (runner, pool) async throws in
+            let outcome = try await runner.up(folder)
             #expect(outcome.applied.map(\.version) == ["0001", "0002"])
             #expect(
                 try await count(
@@ -266,30 +269,24 @@ struct MigrationRunnerTests {
             let rows = try await historyRows(pool)
             #expect(rows.map(\.transactional) == [true, false])
             #expect(rows.map(\.success) == [true, true])
-            #expect(try await runner.up(core: [], app: try folder.load()).applied.isEmpty)
+            #expect(try await runner.up(folder).applied.isEmpty)
         }
     }
 
     @Test("a failed -- migrate:no-transaction file is recorded as failed and blocks later runs")
     func failedNoTransactionFile() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0002_index_missing.sql", "-- migrate:no-transaction\ncreate index concurrently nope_idx on no_such_table (id);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(error?.description.contains("0002_index_missing.sql") == true)
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0002_index_missing.sql": "-- migrate:no-transaction\ncreate index concurrently nope_idx on no_such_table (id);\n",
+        ])
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "0002_index_missing.sql")
             let rows = try await historyRows(pool)
             #expect(rows.map(\.version) == ["0001", "0002"])
             #expect(rows.map(\.success) == [true, false])
 
-            let again = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            #expect(again?.description.contains("failed part-way") == true, "message: \(again?.description ?? "")")
-            let status = try await runner.status(core: [], app: try folder.load())
+            expect(await runner.refusal(folder), mentions: "failed part-way")
+            let status = try await runner.status(folder)
             #expect(status.map(\.state) == [.applied, .failed])
         }
     }
@@ -298,34 +295,17 @@ struct MigrationRunnerTests {
 
     @Test("four runners started together apply each file exactly once")
     func concurrentRunners() async throws {
-        let folder = try MigrationFolder()
-        try folder.write(
-            "0001_create_counter.sql", "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n")
-        try folder.write("0002_count_two.sql", "insert into counter values ('0002');\n")
-        try folder.write("0003_count_three.sql", "insert into counter values ('0003');\n")
-        let files = try folder.load()
+        let folder = try MigrationFolder([
+            "0001_create_counter.sql": "create table counter (file text primary key);\ninsert into counter values ('0001');\nselect pg_sleep(1);\n",
+            "0002_count_two.sql": "insert into counter values ('0002');\n",
+            "0003_count_three.sql": "insert into counter values ('0003');\n",
+        ])
         try await withEmptyDatabase { (database, pool) async throws in
-            let url = database.ownerURL
-            let appliedCounts = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
-                        let pool = PostgresPool(configuration: PostgresConfiguration(url: url))
-                        do {
-                            let outcome = try await makeRunner(pool).up(core: [], app: files)
-                            await pool.shutdown()
-                            return outcome.applied.map(\.version)
-                        } catch {
-                            await pool.shutdown()
-                            throw error
-                        }
-                    }
-                }
-                var all: [[String]] = []
-                for try await applied in group { all.append(applied) }
-                return all
-            }
+            let appliedCounts = try await upConcurrently(4, on: database, folder)
             #expect(appliedCounts.count == 4)
-            #expect(appliedCounts.filter { $0 == ["0001", "0002", "0003"] }.count == 1, "exactly one runner applies: \(appliedCounts)")
+            #expect(
+                appliedCounts.filter { $0 == ["0001_create_counter.sql", "0002_count_two.sql", "0003_count_three.sql"] }.count == 1,
+                "exactly one runner applies: \(appliedCounts)")
             #expect(appliedCounts.filter(\.isEmpty).count == 3, "the others apply nothing: \(appliedCounts)")
             #expect(try await count(pool, "select count(*) from counter") == 3)
             #expect(try await historyCount(pool) == 3)
@@ -341,20 +321,15 @@ struct MigrationRunnerTests {
 
     @Test("a new file older than the newest applied one is refused")
     func outOfOrderRefused() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_t1.sql", "create table t1 (id int);\n")
-        try folder.write("0003_create_t3.sql", "create table t3 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            #expect(try await runner.up(core: [], app: try folder.load()).applied.map(\.version) == ["0001", "0003"])
+        let folder = try MigrationFolder([
+            "0001_create_t1.sql": "create table t1 (id int);\n",
+            "0003_create_t3.sql": "create table t3 (id int);\n",
+        ])
+        try await withRunner { (runner, pool) async throws in
+            #expect(try await runner.up(folder).applied.map(\.version) == ["0001", "0003"])
 
             try folder.write("0002_create_t2.sql", "create table t2 (id int);\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: [], app: try folder.load())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("0002_create_t2.sql"), "message should name the file: \(message)")
-            #expect(message.contains("older than the newest applied"), "message: \(message)")
+            expect(await runner.refusal(folder), mentions: "0002_create_t2.sql", "older than the newest applied")
             #expect(!(try await tableExists(pool, "t2")))
             #expect(try await historyRows(pool).map(\.version) == ["0001", "0003"])
         }
@@ -368,8 +343,7 @@ struct MigrationRunnerTests {
         try core.write("0001_create_c1.sql", "create table c1 (id int);\n")
         let app = try MigrationFolder()
         try app.write("0001_create_a1.sql", "create table a1 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let first = try await runner.up(core: try core.load(.core), app: try app.load(.app))
             #expect(first.applied.map { "\($0.scope.rawValue)/\($0.version)" } == ["core/0001", "app/0001"])
 
@@ -392,8 +366,7 @@ struct MigrationRunnerTests {
         try core.write("0001_create_c1.sql", "create table c1 (id int);\n")
         let app = try MigrationFolder()
         try app.write("0001_create_a1.sql", "create table a1 (id int);\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             _ = try await runner.up(core: try core.load(.core), app: try app.load(.app))
             let rows = try await historyRows(pool)
             #expect(rows.map { "\($0.scope)/\($0.version)/\($0.name)" } == ["app/0001/create_a1", "core/0001/create_c1"])
@@ -410,10 +383,11 @@ struct MigrationRunnerTests {
 struct MigrationFileTests {
     @Test("loads NNNN_name.sql files sorted by number and ignores other files")
     func loadsSorted() throws {
-        let folder = try MigrationFolder()
-        try folder.write("0010_later.sql", "select 1;\n")
-        try folder.write("0002_earlier.sql", "select 1;\n")
-        try folder.write("README.md", "not a migration\n")
+        let folder = try MigrationFolder([
+            "0010_later.sql": "select 1;\n",
+            "0002_earlier.sql": "select 1;\n",
+            "README.md": "not a migration\n",
+        ])
         let files = try folder.load()
         #expect(files.map(\.version) == ["0002", "0010"])
         #expect(files.map(\.name) == ["earlier", "later"])
@@ -427,9 +401,10 @@ struct MigrationFileTests {
         let error = #expect(throws: MigrationError.self) { try badName.load() }
         #expect(error?.description.contains("create_things.sql") == true)
 
-        let duplicate = try MigrationFolder()
-        try duplicate.write("0001_a.sql", "select 1;\n")
-        try duplicate.write("01_b.sql", "select 2;\n")
+        let duplicate = try MigrationFolder([
+            "0001_a.sql": "select 1;\n",
+            "01_b.sql": "select 2;\n",
+        ])
         let duplicateError = #expect(throws: MigrationError.self) { try duplicate.load() }
         #expect(duplicateError?.description.contains("share version") == true)
     }

@@ -4,13 +4,23 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Testing
 
-/// A folder with one versioned file (a table) and two repeatable files (a function over it, and a view of it).
-private func writeTableAndDefinitions(_ folder: MigrationFolder) throws {
-    try folder.write("0001_create_things.sql", "create table things (id int primary key);\ninsert into things values (1), (2);\n")
-    try folder.write(
-        "repeatable/a_functions.sql",
-        "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) from things $$;\n")
-    try folder.write("repeatable/b_views.sql", "create or replace view thing_ids as select id from things;\n")
+/// One versioned file (a table) and two repeatable files (a function over it, and a view of it).
+private let tableAndDefinitions: KeyValuePairs<String, String> = [
+    "0001_create_things.sql": "create table things (id int primary key);\ninsert into things values (1), (2);\n",
+    "repeatable/a_functions.sql":
+        "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) from things $$;\n",
+    "repeatable/b_views.sql": "create or replace view thing_ids as select id from things;\n",
+]
+
+/// Runs `body` on a fresh database to which the table and definitions' folder has been applied.
+private func withTableAndDefinitionsApplied(
+    _ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void
+) async throws {
+    let folder = try MigrationFolder(tableAndDefinitions)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
 }
 
 private func functionBody(_ pool: PostgresPool, _ name: String) async throws -> String? {
@@ -22,10 +32,8 @@ private func functionBody(_ pool: PostgresPool, _ name: String) async throws -> 
 struct RepeatableTests {
     @Test("a repeatable file is applied once, after the versioned files; a second run applies nothing")
     func appliedOnceAfterVersioned() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        let folder = try MigrationFolder(tableAndDefinitions)
+        try await withRunner { (runner, pool) async throws in
             let set = try folder.loadSet()
             #expect(set.versioned.map(\.version) == ["0001"])
             #expect(set.repeatable.map(\.name) == ["a_functions", "b_views"])
@@ -43,7 +51,7 @@ struct RepeatableTests {
             // Repeatable files have their own table: the versioned history holds the versioned file only.
             #expect(try await historyRows(pool).map(\.version) == ["0001"])
 
-            let second = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let second = try await runner.up(folder)
             #expect(second.applied.isEmpty)
             #expect(try await repeatableRows(pool).map(\.appliedCount) == [1, 1])
         }
@@ -51,22 +59,18 @@ struct RepeatableTests {
 
     @Test("a changed repeatable file is applied again, and only that one")
     func reappliedWhenChanged() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
 
             try folder.write(
                 "repeatable/a_functions.sql",
                 "create or replace function thing_count() returns bigint language sql stable as $$ select count(*) * 10 from things $$;\n")
-            let status = try await runner.status(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let status = try await runner.status(folder)
             #expect(
                 status.map { "\($0.kind.rawValue)/\($0.name)/\($0.state.rawValue)" }
                     == ["versioned/create_things/applied", "repeatable/a_functions/changed", "repeatable/b_views/applied"])
             #expect(!status.contains { $0.needsAttention }, "a changed repeatable file is not an error: up applies it")
 
-            let again = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let again = try await runner.up(folder)
             #expect(again.applied.map(\.fileName) == ["repeatable/a_functions.sql"])
             #expect(try await count(pool, "select thing_count()") == 20)
             let rows = try await repeatableRows(pool)
@@ -76,22 +80,22 @@ struct RepeatableTests {
             // CRLF line endings are not a change.
             let text = try String(decoding: folder.bytes("repeatable/b_views.sql"), as: UTF8.self)
             try folder.write("repeatable/b_views.sql", text.replacingOccurrences(of: "\n", with: "\r\n"))
-            #expect(try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet()).applied.isEmpty)
+            #expect(try await runner.up(folder).applied.isEmpty)
         }
     }
 
     @Test("the core's repeatable files run before the app's versioned files, which may use them")
     func coreBeforeApp() async throws {
-        let core = try MigrationFolder()
-        try core.write("0001_create_base.sql", "create table base (id int primary key);\n")
-        try core.write("repeatable/functions.sql", "create or replace function base_default() returns int language sql as $$ select 7 $$;\n")
+        let core = try MigrationFolder([
+            "0001_create_base.sql": "create table base (id int primary key);\n",
+            "repeatable/functions.sql": "create or replace function base_default() returns int language sql as $$ select 7 $$;\n",
+        ])
         let app = try MigrationFolder()
         // A column default that calls a core function: only possible once the core's repeatable files ran.
         try app.write("0001_create_items.sql", "create table items (id int primary key, n int not null default base_default());\n")
         try app.write(
             "repeatable/functions.sql", "create or replace function item_count() returns bigint language sql as $$ select count(*) from items $$;\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             let outcome = try await runner.up(core: try core.loadSet(.core), app: try app.loadSet(.app))
             #expect(
                 outcome.applied.map { "\($0.scope.rawValue)/\($0.fileName)" }
@@ -103,11 +107,7 @@ struct RepeatableTests {
 
     @Test("a failing repeatable file leaves no trace, names the file, and stops the run")
     func failingLeavesNoTrace() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
-            _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
             let recorded = try await repeatableRows(pool)
 
             // The new function is created, then the file fails: neither it nor the new body of thing_count stays.
@@ -120,19 +120,14 @@ struct RepeatableTests {
 
                 """)
             try folder.write("repeatable/b_views.sql", "create or replace view thing_ids as select id, id * 2 as twice from things;\n")
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await runner.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
-            }
-            let message = error?.description ?? ""
-            #expect(message.contains("repeatable/a_functions.sql"), "message should name the file: \(message)")
-            #expect(message.contains("42P01"), "message should carry the SQLSTATE: \(message)")
+            expect(await runner.refusal(folder), mentions: "repeatable/a_functions.sql", "42P01")
             #expect(try await functionBody(pool, "new_helper") == nil)
             #expect(try await count(pool, "select thing_count()") == 2, "the old body stays")
             #expect(try await repeatableRows(pool) == recorded, "the old checksum stays recorded")
             // The run stopped: the file after it was not applied either.
             #expect(try await count(pool, "select count(*) from information_schema.columns where table_name = 'thing_ids'") == 1)
 
-            let status = try await runner.status(core: MigrationSet(versioned: []), app: try folder.loadSet())
+            let status = try await runner.status(folder)
             #expect(status.filter { $0.kind == .repeatable }.map(\.state) == [.changed, .changed])
         }
     }
@@ -141,11 +136,8 @@ struct RepeatableTests {
     func ownCommitRefused() async throws {
         let folder = try MigrationFolder()
         try folder.write("repeatable/sneaky.sql", "create table sneaky (id int);\ncommit;\n")
-        try await withEmptyDatabase { (_, pool) async throws in
-            let error = await #expect(throws: MigrationError.self) {
-                _ = try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: try folder.loadSet())
-            }
-            #expect(error?.description.contains("sneaky.sql") == true, "\(error?.description ?? "")")
+        try await withRunner { (runner, pool) async throws in
+            expect(await runner.refusal(folder), mentions: "sneaky.sql")
             #expect(!(try await tableExists(pool, "sneaky")))
             #expect(try await repeatableRows(pool).isEmpty)
         }
@@ -153,30 +145,12 @@ struct RepeatableTests {
 
     @Test("four runners started together apply a repeatable file exactly once")
     func concurrentRunners() async throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_create_counter.sql", "create table counter (n int not null);\n")
-        try folder.write("repeatable/count.sql", "insert into counter values (1);\nselect pg_sleep(0.5);\n")
-        let set = try folder.loadSet()
+        let folder = try MigrationFolder([
+            "0001_create_counter.sql": "create table counter (n int not null);\n",
+            "repeatable/count.sql": "insert into counter values (1);\nselect pg_sleep(0.5);\n",
+        ])
         try await withEmptyDatabase { (database, pool) async throws in
-            let url = database.ownerURL
-            let applied = try await withThrowingTaskGroup(of: [String].self) { group in
-                for _ in 0..<4 {
-                    group.addTask {
-                        let pool = PostgresPool(configuration: PostgresConfiguration(url: url))
-                        do {
-                            let outcome = try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: set)
-                            await pool.shutdown()
-                            return outcome.applied.map(\.fileName)
-                        } catch {
-                            await pool.shutdown()
-                            throw error
-                        }
-                    }
-                }
-                var all: [[String]] = []
-                for try await files in group { all.append(files) }
-                return all
-            }
+            let applied = try await upConcurrently(4, on: database, folder)
             #expect(applied.filter { $0 == ["0001_create_counter.sql", "repeatable/count.sql"] }.count == 1, "\(applied)")
             #expect(applied.filter(\.isEmpty).count == 3, "\(applied)")
             #expect(try await count(pool, "select count(*) from counter") == 1)
@@ -186,10 +160,8 @@ struct RepeatableTests {
 
     @Test("status lists repeatable files as pending, applied, changed and removed; up forgets a removed one")
     func statusStates() async throws {
-        let folder = try MigrationFolder()
-        try writeTableAndDefinitions(folder)
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        let folder = try MigrationFolder(tableAndDefinitions)
+        try await withRunner { (runner, pool) async throws in
             let none = MigrationSet(versioned: [])
             let before = try await runner.status(core: none, app: try folder.loadSet())
             #expect(before.map(\.state) == [.pending, .pending, .pending])
@@ -220,8 +192,7 @@ struct RepeatableTests {
 
     @Test("a database migrated before the re-baseline is refused with the way out")
     func preBaselineHistoryRefused() async throws {
-        try await withEmptyDatabase { (_, pool) async throws in
-            let runner = makeRunner(pool)
+        try await withRunner { (runner, pool) async throws in
             _ = try await runner.up(core: [], app: nil)
             _ = try await pool.execute(
                 """
@@ -238,11 +209,12 @@ struct RepeatableTests {
 
     @Test("repeatable files load in file-name order; a folder without repeatable/ has none")
     func loading() throws {
-        let folder = try MigrationFolder()
-        try folder.write("0001_a.sql", "select 1;\n")
-        try folder.write("repeatable/20_b.sql", "select 2;\n")
-        try folder.write("repeatable/10_a.sql", "select 3;\n")
-        try folder.write("repeatable/notes.md", "not sql\n")
+        let folder = try MigrationFolder([
+            "0001_a.sql": "select 1;\n",
+            "repeatable/20_b.sql": "select 2;\n",
+            "repeatable/10_a.sql": "select 3;\n",
+            "repeatable/notes.md": "not sql\n",
+        ])
         let set = try folder.loadSet()
         #expect(set.versioned.map(\.name) == ["a"])
         #expect(set.repeatable.map(\.name) == ["10_a", "20_b"])

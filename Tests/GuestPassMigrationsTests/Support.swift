@@ -44,6 +44,56 @@ func makeRunner(_ pool: PostgresPool) -> MigrationRunner {
     return MigrationRunner(pool: pool, logger: logger)
 }
 
+/// Runs `body` with a runner (`makeRunner`) on a fresh, empty database and its owner pool; drops both afterwards.
+func withRunner(_ body: (MigrationRunner, PostgresPool) async throws -> Void) async throws {
+    try await withEmptyDatabase { _, pool in try await body(makeRunner(pool), pool) }
+}
+
+extension MigrationRunner {
+    /// `up` with no core files and `folder` as the app's: its versioned files, then `repeatable/*.sql`.
+    func up(_ folder: MigrationFolder) async throws -> Outcome {
+        try await self.up(core: MigrationSet(versioned: []), app: try folder.loadSet())
+    }
+
+    /// `status` with no core files and `folder` as the app's.
+    func status(_ folder: MigrationFolder) async throws -> [MigrationStatus] {
+        try await self.status(core: MigrationSet(versioned: []), app: try folder.loadSet())
+    }
+
+    /// What `up(folder)` refuses with: the `MigrationError`'s description. Records an issue, and answers "", when it
+    /// applies instead or throws another error.
+    func refusal(_ folder: MigrationFolder, sourceLocation: SourceLocation = #_sourceLocation) async -> String {
+        let error = await #expect(throws: MigrationError.self, sourceLocation: sourceLocation) { _ = try await self.up(folder) }
+        return error?.description ?? ""
+    }
+}
+
+/// Starts `count` runners at once, each with a pool of its own on `database`, that apply `folder` as the app's files;
+/// answers the files each one applied (by file name), in the order they finished.
+func upConcurrently(_ count: Int, on database: TestDatabase, _ folder: MigrationFolder) async throws -> [[String]] {
+    let set = try folder.loadSet()
+    let url = database.ownerURL
+    return try await withThrowingTaskGroup(of: [String].self) { group in
+        for _ in 0..<count {
+            group.addTask {
+                try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: url))) { pool in
+                    try await makeRunner(pool).up(core: MigrationSet(versioned: []), app: set).applied.map(\.fileName)
+                }
+            }
+        }
+        var all: [[String]] = []
+        for try await applied in group { all.append(applied) }
+        return all
+    }
+}
+
+/// Records an issue for each of `words` that `message` does not contain.
+func expect(_ message: String, mentions words: String..., sourceLocation: SourceLocation = #_sourceLocation) {
+    for word in words {
+        #expect(message.contains(word), "the message should say \"\(word)\": \(message)", sourceLocation: sourceLocation)
+    }
+}
+
 func count(_ pool: PostgresPool, _ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> Int {
     try await pool.execute(sql, parameters).rows[0].decode(Int.self, at: 0)
 }
@@ -125,6 +175,12 @@ final class MigrationFolder {
         self.url = FileManager.default.temporaryDirectory
             .appendingPathComponent("guestpass-migrations-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
+    }
+
+    /// A folder holding `files`, file name → SQL text (a name may start with `repeatable/`), written in order.
+    convenience init(_ files: KeyValuePairs<String, String>) throws {
+        try self.init()
+        for (fileName, sql) in files { try self.write(fileName, sql) }
     }
 
     deinit {

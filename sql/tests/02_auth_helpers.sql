@@ -5,6 +5,8 @@
 begin;
 select plan(39);
 
+\ir lib/catalog.sql
+
 -- The helpers themselves: plain stable SQL, executable by the request roles.
 
 select is(
@@ -19,36 +21,22 @@ select is(
     'every auth function is a stable SQL function running with the caller''s rights'
 );
 
+-- Who may call them: every request role, but the partner helpers read public.partners, which only authenticated may
+-- read: granted to it alone (0044). guestpass_authenticator (NOINHERIT) would show a grant to PUBLIC.
 select is(
     array(
-        select p.oid::regprocedure::text || ' to ' || r.rolname
+        select p.oid::regprocedure::text || ': ' || pg_temp.executors(p.oid)
         from pg_catalog.pg_proc as p
-        cross join pg_catalog.pg_roles as r
         where p.pronamespace = 'auth'::regnamespace
-          and r.rolname in ('anon', 'authenticated', 'service_role')
-          -- The partner helpers read public.partners, which only authenticated may read: granted to it alone (0044).
-          and not (p.proname in ('is_partner', 'partner_ids') and r.rolname <> 'authenticated')
-          and not (pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
-                   and pg_catalog.has_schema_privilege(r.oid, 'auth', 'USAGE'))
+          and pg_temp.executors(p.oid) <> case when p.proname in ('is_partner', 'partner_ids') then 'authenticated'
+                                               else 'anon,authenticated,service_role' end
         order by 1
     ),
     '{}'::text[],
-    'anon, authenticated and service_role may call every auth helper (the partner helpers: authenticated only)'
+    'anon, authenticated and service_role may call every auth helper, the partner helpers authenticated only'
 );
-
 select is(
-    array(
-        select p.oid::regprocedure::text || ' to ' || r.rolname
-        from pg_catalog.pg_proc as p
-        cross join pg_catalog.pg_roles as r
-        where p.pronamespace = 'auth'::regnamespace
-          and p.proname in ('is_partner', 'partner_ids')
-          and r.rolname in ('anon', 'service_role', 'guestpass_authenticator')
-          and pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE')
-        order by 1
-    ),
-    '{}'::text[],
-    'only authenticated may call the partner helpers auth.is_partner and auth.partner_ids'
+    pg_temp.schema_users('auth'), array['anon', 'authenticated', 'service_role'], 'the request roles may use schema auth'
 );
 
 select has_function('auth', 'jwt', '{}'::name[], 'auth.jwt() exists');

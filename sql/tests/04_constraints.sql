@@ -16,21 +16,11 @@ insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix) values
     ('00000000-0000-4000-8000-0000000000f1', 'publishable', encode(sha256('gp_pub_x'), 'hex'), 'gp_pub_');
 
 select throws_ok(
-    $$with d as (
-          insert into public.devices (app_id, user_id)
-          values ('00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a') returning id, app_id
-      )
-      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
-      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
+    $$select pg_temp.make_device(gen_random_uuid(), '00000000-0000-4000-8000-00000000000a', 'secret')$$,
     '23505', null, 'a device secret is unique per app (device_secrets_app_secret_key)'
 );
 select lives_ok(
-    $$with d as (
-          insert into public.devices (app_id, user_id)
-          values ('00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c') returning id, app_id
-      )
-      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
-      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
+    $$select pg_temp.make_device(gen_random_uuid(), '00000000-0000-4000-8000-00000000000c', 'secret')$$,
     'the same device secret may exist in another app'
 );
 select throws_ok(
@@ -65,12 +55,7 @@ select is(
     'deleting a device deletes its secret'
 );
 select lives_ok(
-    $$with d as (
-          insert into public.devices (app_id, user_id)
-          values ('00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c') returning id, app_id
-      )
-      insert into guestpass.device_secrets (device_id, app_id, secret_hash)
-      select d.id, d.app_id, encode(sha256('secret'), 'hex') from d$$,
+    $$select pg_temp.make_device(gen_random_uuid(), '00000000-0000-4000-8000-00000000000c', 'secret')$$,
     'and frees the secret for a new device'
 );
 select throws_ok(

@@ -171,6 +171,17 @@ select is(
         'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.devicecheck_take_lease to authenticated',
         'guestpass_server.merge_guest to authenticated',
+        -- Realtime (13_realtime.sql): the server calls these as its login role, outside request transactions.
+        'guestpass_server.realtime_broadcast to guestpass_authenticator',
+        'guestpass_server.realtime_live_sessions to guestpass_authenticator',
+        'guestpass_server.realtime_poll to guestpass_authenticator',
+        'guestpass_server.realtime_presence_expire to guestpass_authenticator',
+        'guestpass_server.realtime_presence_renew to guestpass_authenticator',
+        'guestpass_server.realtime_presence_state to guestpass_authenticator',
+        'guestpass_server.realtime_presence_track to guestpass_authenticator',
+        'guestpass_server.realtime_presence_untrack to guestpass_authenticator',
+        'guestpass_server.realtime_prune to guestpass_authenticator',
+        'guestpass_server.realtime_sync to guestpass_authenticator',
         'guestpass_server.redeem_account_code to anon',
         'guestpass_server.refresh_session to anon',
         -- the table API's refusal (PGRST116, PGRST124): every request role writes tables
@@ -238,8 +249,9 @@ select function_privs_are(
 select has_schema('guestpass_server', 'schema guestpass_server exists');
 select is(
     pg_temp.schema_users('guestpass_server'),
-    array['anon', 'authenticated', 'service_role'],
-    'exactly the request roles have usage on guestpass_server (service_role for the table API''s refusal only)'
+    array['anon', 'authenticated', 'guestpass_authenticator', 'service_role'],
+    'exactly the request roles and the login role have usage on guestpass_server (service_role for the table API''s '
+    || 'refusal only, the login role for the Realtime functions only)'
 );
 select is(
     array(

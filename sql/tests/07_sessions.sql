@@ -4,10 +4,26 @@
 -- HMAC-derived tokens. Fixtures: apps X and Y; in X, guest G (device D, sessions 5a1…5a5) and guest H (device H,
 -- sessions 5b1, 5b2).
 begin;
-select plan(57);
+select plan(59);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
+\ir lib/sign_up.sql
+
+-- guestpass_server.refresh_session with its tokens named rather than hashed: pg_temp.refresh(session, counter, token,
+-- next token [, reuse window, default 10 s]) passes the hex SHA-256 of each name, as the current role.
+create function pg_temp.refresh(
+    p_session uuid, p_counter integer, p_token text, p_next_token text, p_window double precision default 10
+)
+returns table (status text, user_id uuid, device_id uuid, session_id uuid, active_counter integer, is_anonymous boolean)
+language sql
+as $$
+    select r.status, r.user_id, r.device_id, r.session_id, r.active_counter, r.is_anonymous
+    from guestpass_server.refresh_session(
+        p_session, p_counter, encode(sha256(convert_to(p_token, 'UTF8')), 'hex'),
+        encode(sha256(convert_to(p_next_token, 'UTF8')), 'hex'), p_window
+    ) as r
+$$;
 
 select from pg_temp.make_apps_xy();
 insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix, revoked_at) values
@@ -20,42 +36,30 @@ insert into guestpass.api_keys (app_id, kind, key_hash, key_prefix, revoked_at) 
 select from pg_temp.as_anon();
 
 select user_id as g_user, device_id as g_device
-from guestpass_server.sign_up_guest(
-    encode(sha256('device d'), 'hex'), null, null, '203.0.113.7', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000005a1', encode(sha256('5a1/0'), 'hex')
-) \gset
+from pg_temp.sign_up('device d', '203.0.113.7', '00000000-0000-4000-8000-0000000005a1', '5a1/0') \gset
 select
 from (values ('00000000-0000-4000-8000-0000000005a2'::uuid), ('00000000-0000-4000-8000-0000000005a3'),
              ('00000000-0000-4000-8000-0000000005a4'), ('00000000-0000-4000-8000-0000000005a5')) as s (session_id)
-cross join lateral guestpass_server.sign_up_guest(
-    encode(sha256('device d'), 'hex'), null, null, '203.0.113.7', null, null, null, null, null,
-    s.session_id, encode(sha256(convert_to(s.session_id::text || '/0', 'UTF8')), 'hex')
-);
+cross join lateral pg_temp.sign_up('device d', '203.0.113.7', s.session_id, s.session_id::text || '/0');
 select user_id as h_user
-from guestpass_server.sign_up_guest(
-    encode(sha256('device h'), 'hex'), null, null, '203.0.113.8', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000005b1', encode(sha256('5b1/0'), 'hex')
-) \gset
+from pg_temp.sign_up('device h', '203.0.113.8', '00000000-0000-4000-8000-0000000005b1', '5b1/0') \gset
 
 -- Rotation of session 5a1.
 
 select results_eq(
     $$select status, user_id, device_id, session_id, active_counter, is_anonymous
-      from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 0,
-          encode(sha256('5a1/0'), 'hex'), encode(sha256('5a1/1'), 'hex'), 10)$$,
+      from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 0, '5a1/0', '5a1/1')$$,
     $$values ('rotated', '$$ || :'g_user' || $$'::uuid, '$$ || :'g_device' || $$'::uuid,
               '00000000-0000-4000-8000-0000000005a1'::uuid, 1, true)$$,
     'the active token rotates: counter 1 is issued, with the user, device and session'
 );
 select results_eq(
-    $$select status, active_counter from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 1,
-          encode(sha256('5a1/1'), 'hex'), encode(sha256('5a1/2'), 'hex'), 10)$$,
+    $$select status, active_counter from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 1, '5a1/1', '5a1/2')$$,
     $$values ('rotated', 2)$$,
     'the new token rotates in turn: counter 2'
 );
 select results_eq(
-    $$select status, active_counter from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 0,
-          encode(sha256('5a1/0'), 'hex'), encode(sha256('5a1/1'), 'hex'), 10)$$,
+    $$select status, active_counter from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 0, '5a1/0', '5a1/1')$$,
     $$values ('reused', 2)$$,
     'an older token revoked within the reuse window gets the active counter back'
 );
@@ -81,8 +85,7 @@ update public.devices set last_seen_at = now() - interval '1 day' where id = :'g
 
 set local role anon;
 select results_eq(
-    $$select status, active_counter from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 1,
-          encode(sha256('5a1/1'), 'hex'), encode(sha256('5a1/2'), 'hex'), 0)$$,
+    $$select status, active_counter from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 1, '5a1/1', '5a1/2', 0)$$,
     $$values ('reused', 2)$$,
     'the parent of the active token gets the active counter back at any age, even with no window'
 );
@@ -102,8 +105,7 @@ select is(
 set local role anon;
 select results_eq(
     $$select status, user_id, session_id, active_counter
-      from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 0,
-          encode(sha256('5a1/0'), 'hex'), encode(sha256('5a1/1'), 'hex'), 10)$$,
+      from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 0, '5a1/0', '5a1/1')$$,
     $$values ('refresh_token_already_used', null::uuid, null::uuid, null::integer)$$,
     'an older token outside the reuse window: refresh_token_already_used, nothing about the user'
 );
@@ -121,52 +123,35 @@ select is(
 );
 set local role anon;
 select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a1', 2,
-          encode(sha256('5a1/2'), 'hex'), encode(sha256('5a1/3'), 'hex'), 10)$$,
+    $$select status from pg_temp.refresh('00000000-0000-4000-8000-0000000005a1', 2, '5a1/2', '5a1/3')$$,
     array['session_not_found'],
     'then the formerly active token fails too: session_not_found'
 );
 
 -- Unknown or mismatched tokens.
 
-select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 0,
-          encode(sha256('never issued'), 'hex'), encode(sha256('5a2/1'), 'hex'), 10)$$,
-    array['refresh_token_not_found'],
-    'an unknown token hash: refresh_token_not_found'
-);
-select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 1,
-          encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a2/1'), 'hex'), 10)$$,
-    array['refresh_token_not_found'],
-    'a known hash with the wrong counter: refresh_token_not_found'
-);
-select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a3', 0,
-          encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a3/1'), 'hex'), 10)$$,
-    array['refresh_token_not_found'],
-    'a known hash presented for another session: refresh_token_not_found'
-);
-select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-000000000999', 0,
-          encode(sha256('5a1/0'), 'hex'), encode(sha256('x'), 'hex'), 10)$$,
-    array['session_not_found'],
-    'an unknown session: session_not_found'
-);
+select is((select r.status from pg_temp.refresh(c.session, c.counter, c.token, c.next_token) as r), c.status, c.what)
+from (values
+    ('00000000-0000-4000-8000-0000000005a2'::uuid, 0, 'never issued', '5a2/1', 'refresh_token_not_found',
+     'an unknown token hash: refresh_token_not_found'),
+    ('00000000-0000-4000-8000-0000000005a2', 1, '00000000-0000-4000-8000-0000000005a2/0', '5a2/1',
+     'refresh_token_not_found', 'a known hash with the wrong counter: refresh_token_not_found'),
+    ('00000000-0000-4000-8000-0000000005a3', 0, '00000000-0000-4000-8000-0000000005a2/0', '5a3/1',
+     'refresh_token_not_found', 'a known hash presented for another session: refresh_token_not_found'),
+    ('00000000-0000-4000-8000-000000000999', 0, '5a1/0', 'x', 'session_not_found', 'an unknown session: session_not_found')
+) as c (session, counter, token, next_token, status, what);
 
 -- Another app's claims: the session does not exist for them, and nothing changes.
 
 select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select results_eq(
-    $$select status, user_id from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 0,
-          encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a2/1'), 'hex'), 10)$$,
+    $$select status, user_id from pg_temp.refresh('00000000-0000-4000-8000-0000000005a2', 0, '00000000-0000-4000-8000-0000000005a2/0', '5a2/1')$$,
     $$values ('session_not_found', null::uuid)$$,
     'a session of app X refreshed with app Y''s claims: session_not_found'
 );
 select from pg_temp.as_anon();
 select results_eq(
-    $$select status, active_counter from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 0,
-          encode(sha256('00000000-0000-4000-8000-0000000005a2/0'), 'hex'), encode(sha256('5a2/1'), 'hex'), 0)$$,
+    $$select status, active_counter from pg_temp.refresh('00000000-0000-4000-8000-0000000005a2', 0, '00000000-0000-4000-8000-0000000005a2/0', '5a2/1', 0)$$,
     $$values ('rotated', 1)$$,
     'the same token still rotates with app X''s claims'
 );
@@ -179,21 +164,18 @@ select throws_ok(
     '22023', 'the next refresh token hash must be a lowercase hex SHA-256', 'a bad next hash is refused'
 );
 select throws_ok(
-    $$select guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 1,
-          encode(sha256('5a2/1'), 'hex'), encode(sha256('5a2/2'), 'hex'), -1)$$,
+    $$select pg_temp.refresh('00000000-0000-4000-8000-0000000005a2', 1, '5a2/1', '5a2/2', -1)$$,
     '22023', 'the reuse window must be a non-negative number of seconds', 'a negative reuse window is refused'
 );
 select from pg_temp.as_anon(null);
 select throws_ok(
-    $$select guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 1,
-          encode(sha256('5a2/1'), 'hex'), encode(sha256('5a2/2'), 'hex'), 10)$$,
+    $$select pg_temp.refresh('00000000-0000-4000-8000-0000000005a2', 1, '5a2/1', '5a2/2')$$,
     '42501', 'no app in the request claims', 'refresh without an app claim is refused'
 );
 reset role;
 set local role authenticated;
 select throws_ok(
-    $$select guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a2', 1,
-          encode(sha256('5a2/1'), 'hex'), encode(sha256('5a2/2'), 'hex'), 10)$$,
+    $$select pg_temp.refresh('00000000-0000-4000-8000-0000000005a2', 1, '5a2/1', '5a2/2')$$,
     '42501', null, 'authenticated cannot call refresh_session'
 );
 reset role;
@@ -268,18 +250,14 @@ select is(
 
 select from pg_temp.as_anon();
 select results_eq(
-    $$select status from guestpass_server.refresh_session('00000000-0000-4000-8000-0000000005a3', 0,
-          encode(sha256('00000000-0000-4000-8000-0000000005a3/0'), 'hex'), encode(sha256('5a3/1'), 'hex'), 10)$$,
+    $$select status from pg_temp.refresh('00000000-0000-4000-8000-0000000005a3', 0, '00000000-0000-4000-8000-0000000005a3/0', '5a3/1')$$,
     array['session_not_found'],
     'a signed-out session''s refresh token no longer works'
 );
 
 -- Global sign-out, as H after a second sign-in from its device.
 
-select from guestpass_server.sign_up_guest(
-    encode(sha256('device h'), 'hex'), null, null, '203.0.113.8', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000005b2', encode(sha256('5b2/0'), 'hex')
-);
+select from pg_temp.sign_up('device h', '203.0.113.8', '00000000-0000-4000-8000-0000000005b2', '5b2/0');
 reset role;
 select from pg_temp.as_user(:'h_user', p_session => '00000000-0000-4000-8000-0000000005b1');
 select is(guestpass_server.sign_out('global'), 2, 'sign-out global revokes every session of the user');
@@ -333,6 +311,26 @@ reset role;
 set local role service_role;
 select throws_ok(
     $$select guestpass_server.resolve_api_key('x')$$, '42501', null, 'service_role cannot call the server functions'
+);
+reset role;
+
+-- Realtime's session check (13_realtime.sql): of the sessions asked about, the live ones; a revoked one and one that
+-- never existed are not.
+update guestpass.sessions set revoked_at = null where id = '00000000-0000-4000-8000-0000000005b1';
+update guestpass.sessions set revoked_at = now() where id = '00000000-0000-4000-8000-0000000005a4';
+set local role guestpass_authenticator;
+select results_eq(
+    $$select session_id from guestpass_server.realtime_live_sessions(array[
+        '00000000-0000-4000-8000-0000000005b1', '00000000-0000-4000-8000-0000000005a4',
+        '00000000-0000-4000-8000-00000000ffff']::uuid[]) order by 1$$,
+    $$values ('00000000-0000-4000-8000-0000000005b1'::uuid)$$,
+    'realtime_live_sessions keeps the live session and drops the revoked and the unknown one'
+);
+reset role;
+set local role authenticated;
+select throws_ok(
+    $$select * from guestpass_server.realtime_live_sessions(array[]::uuid[])$$, '42501', null,
+    'a request role cannot call the realtime session check'
 );
 reset role;
 

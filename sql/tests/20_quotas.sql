@@ -14,26 +14,20 @@ select plan(82);
 
 -- Structure.
 
-select results_eq(
-    $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
-      from unnest(array[
-          'guestpass.apply_credit_change(uuid,integer,text,text)', 'guestpass.clock()',
-          'guestpass.consume_at(uuid,text,timestamptz,uuid)', 'guestpass.grant_credits_admin(uuid,integer,text)',
-          'guestpass.quota_state(uuid,timestamptz)', 'guestpass.require_caller(uuid)',
-          'public.consume_quota(uuid,text)', 'public.get_quota(uuid)',
-          'public.grant_credits(uuid,integer,text,text)', 'public.set_premium(uuid,boolean)'
-      ]) as f (fn)
-      order by f.fn$$,
-    $$values ('guestpass.apply_credit_change(uuid,integer,text,text)', ''),
-             ('guestpass.clock()', ''),
-             ('guestpass.consume_at(uuid,text,timestamptz,uuid)', ''),
-             ('guestpass.grant_credits_admin(uuid,integer,text)', ''),
-             ('guestpass.quota_state(uuid,timestamptz)', ''),
-             ('guestpass.require_caller(uuid)', ''),
-             ('public.consume_quota(uuid,text)', 'authenticated,service_role'),
-             ('public.get_quota(uuid)', 'authenticated,service_role'),
-             ('public.grant_credits(uuid,integer,text,text)', 'service_role'),
-             ('public.set_premium(uuid,boolean)', 'service_role')$$,
+select is(
+    pg_temp.executors_unlike($${
+        "guestpass.apply_credit_change(uuid,integer,text,text)": "",
+        "guestpass.clock()": "",
+        "guestpass.consume_at(uuid,text,timestamptz,uuid)": "",
+        "guestpass.grant_credits_admin(uuid,integer,text)": "",
+        "guestpass.quota_state(uuid,timestamptz)": "",
+        "guestpass.require_caller(uuid)": "",
+        "public.consume_quota(uuid,text)": "authenticated,service_role",
+        "public.get_quota(uuid)": "authenticated,service_role",
+        "public.grant_credits(uuid,integer,text,text)": "service_role",
+        "public.set_premium(uuid,boolean)": "service_role"
+    }$$),
+    '{}'::text[],
     'the quota RPCs are executable by exactly the roles they serve, the internals by none'
 );
 

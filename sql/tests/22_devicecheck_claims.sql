@@ -33,16 +33,13 @@ select is(
     ],
     'claims go with their user; recorded tokens outlive their claim and user and go only with their app'
 );
-select results_eq(
-    $$select f.fn, pg_temp.executors(f.fn::regprocedure) as roles
-      from unnest(array[
-          'guestpass_server.app_devicecheck_settings()', 'guestpass_server.devicecheck_begin(text)',
-          'guestpass_server.devicecheck_finish(uuid,text)'
-      ]) as f (fn)
-      order by f.fn$$,
-    $$values ('guestpass_server.app_devicecheck_settings()', 'authenticated'),
-             ('guestpass_server.devicecheck_begin(text)', 'authenticated'),
-             ('guestpass_server.devicecheck_finish(uuid,text)', 'authenticated')$$,
+select is(
+    pg_temp.executors_unlike($${
+        "guestpass_server.app_devicecheck_settings()": "authenticated",
+        "guestpass_server.devicecheck_begin(text)": "authenticated",
+        "guestpass_server.devicecheck_finish(uuid,text)": "authenticated"
+    }$$),
+    '{}'::text[],
     'the DeviceCheck entry points are executable by authenticated only'
 );
 select is(

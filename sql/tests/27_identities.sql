@@ -7,16 +7,30 @@ select plan(28);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
+\ir lib/sign_up.sql
+
+-- An Apple sign-in as the server makes it (guestpass_server.sign_in_with_identity, as the current role): Apple id
+-- p_subject, linked to the caller's session when p_link, from p_client_ip, opening session p_session with the refresh
+-- token named p_token (its hex SHA-256 is passed); the email Apple shared, if any, is not a private relay address.
+create function pg_temp.apple_sign_in(
+    p_subject text, p_link boolean, p_client_ip text, p_session uuid, p_token text, p_email text default null
+)
+returns table (status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, identities jsonb)
+language sql
+as $$
+    select s.status, s.user_id, s.device_id, s.is_anonymous, s.email, s.identities
+    from guestpass_server.sign_in_with_identity(
+        'apple', p_subject, p_email, false, p_link, 'ua', p_client_ip, p_session,
+        encode(sha256(convert_to(p_token, 'UTF8')), 'hex')
+    ) as s
+$$;
 
 select from pg_temp.make_apps_xy();
 
 -- A guest of app X with a device, a session and a reading.
 select from pg_temp.as_anon();
 select user_id as g_user, device_id as g_device
-from guestpass_server.sign_up_guest(
-    encode(sha256('device g'), 'hex'), null, null, '203.0.113.7', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000006a1', encode(sha256('6a1/0'), 'hex')
-) \gset
+from pg_temp.sign_up('device g', '203.0.113.7', '00000000-0000-4000-8000-0000000006a1', '6a1/0') \gset
 reset role;
 select from pg_temp.as_user(:'g_user', p_device => :'g_device', p_session => '00000000-0000-4000-8000-0000000006a1');
 select from public.add_reading('palm');
@@ -26,15 +40,9 @@ reset role;
 
 select from pg_temp.as_anon();
 select status as first_status, user_id as a_user, is_anonymous as a_anonymous, email as a_email, identities as a_identities
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-a', 'a@example.com', false, false, 'ua', '203.0.113.9', '00000000-0000-4000-8000-0000000006b1',
-    encode(sha256('6b1/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-a', false, '203.0.113.9', '00000000-0000-4000-8000-0000000006b1', '6b1/0', 'a@example.com') \gset
 select status as again_status, user_id as again_user
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-a', null, false, false, 'ua', '203.0.113.9', '00000000-0000-4000-8000-0000000006b2',
-    encode(sha256('6b2/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-a', false, '203.0.113.9', '00000000-0000-4000-8000-0000000006b2', '6b2/0') \gset
 reset role;
 
 select is(:'first_status'::text, 'created', 'a first Apple sign-in creates an account');
@@ -52,10 +60,7 @@ select is(
 
 select from pg_temp.as_user(:'g_user', p_device => :'g_device', p_session => '00000000-0000-4000-8000-0000000006a1');
 select status as link_status, user_id as link_user, device_id as link_device, is_anonymous as link_anonymous
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-g', null, false, true, 'ua', '203.0.113.7', '00000000-0000-4000-8000-0000000006a2',
-    encode(sha256('6a2/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-g', true, '203.0.113.7', '00000000-0000-4000-8000-0000000006a2', '6a2/0') \gset
 reset role;
 
 select is(:'link_status'::text, 'linked', 'a guest links an Apple id');
@@ -82,17 +87,11 @@ select is(
 
 select from pg_temp.as_anon();
 select user_id as h_user
-from guestpass_server.sign_up_guest(
-    encode(sha256('device h'), 'hex'), null, null, '203.0.113.8', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000006c1', encode(sha256('6c1/0'), 'hex')
-) \gset
+from pg_temp.sign_up('device h', '203.0.113.8', '00000000-0000-4000-8000-0000000006c1', '6c1/0') \gset
 reset role;
 select from pg_temp.as_user(:'h_user', p_session => '00000000-0000-4000-8000-0000000006c1');
 select status as taken_status
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-g', null, false, true, 'ua', '203.0.113.8', '00000000-0000-4000-8000-0000000006c2',
-    encode(sha256('6c2/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-g', true, '203.0.113.8', '00000000-0000-4000-8000-0000000006c2', '6c2/0') \gset
 reset role;
 select is(:'taken_status'::text, 'identity_already_exists', 'an Apple id linked to another user is refused');
 select is((select is_anonymous from public.users where id = :'h_user'), true, 'the second guest stays a guest');
@@ -107,10 +106,7 @@ select is(
 
 select from pg_temp.as_user(:'g_user', p_session => '00000000-0000-4000-8000-0000000006a1');
 select status as dead_status
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-z', null, false, true, 'ua', '203.0.113.7', '00000000-0000-4000-8000-0000000006a3',
-    encode(sha256('6a3/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-z', true, '203.0.113.7', '00000000-0000-4000-8000-0000000006a3', '6a3/0') \gset
 reset role;
 select is(:'dead_status'::text, 'session_not_found', 'linking from an ended session is refused');
 select is((select count(*)::int from guestpass.identities where subject = 'apple-z'), 0, 'and links nothing');
@@ -119,10 +115,7 @@ select is((select count(*)::int from guestpass.identities where subject = 'apple
 
 select from pg_temp.as_anon('00000000-0000-4000-8000-0000000000f2');
 select status as y_status, user_id as y_user
-from guestpass_server.sign_in_with_identity(
-    'apple', 'apple-a', null, false, false, 'ua', '203.0.113.9', '00000000-0000-4000-8000-0000000006d1',
-    encode(sha256('6d1/0'), 'hex')
-) \gset
+from pg_temp.apple_sign_in('apple-a', false, '203.0.113.9', '00000000-0000-4000-8000-0000000006d1', '6d1/0') \gset
 reset role;
 select is(:'y_status'::text, 'created', 'the same Apple id in another app is another account');
 select isnt(:'y_user'::text, :'a_user'::text, 'a different user');

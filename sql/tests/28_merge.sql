@@ -7,14 +7,12 @@ select plan(16);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
+\ir lib/sign_up.sql
 
 select from pg_temp.make_apps_xy();
 
 select from pg_temp.as_anon();
-select user_id as g_user from guestpass_server.sign_up_guest(
-    encode(sha256('device g'), 'hex'), null, null, '203.0.113.7', null, null, null, null, null,
-    '00000000-0000-4000-8000-0000000007a1', encode(sha256('7a1/0'), 'hex')
-) \gset
+select user_id as g_user from pg_temp.sign_up('device g', '203.0.113.7', '00000000-0000-4000-8000-0000000007a1', '7a1/0') \gset
 select user_id as a_user from guestpass_server.sign_in_with_identity(
     'apple', 'apple-a', null, false, false, null, null, '00000000-0000-4000-8000-0000000007b1', encode(sha256('7b1/0'), 'hex')
 ) \gset

@@ -90,6 +90,9 @@ select set_eq(
         'guestpass_server USAGE to anon', 'guestpass_server USAGE to authenticated',
         -- service_role calls one function there: guestpass_server.refuse_table_result (the table API's refusals)
         'guestpass_server USAGE to service_role',
+        -- The login role calls the Realtime functions there itself, outside request transactions (poll, sync, prune,
+        -- broadcast, presence: 13_realtime.sql); EXECUTE on nothing else, and no privilege on their tables (a).
+        'guestpass_server USAGE to guestpass_authenticator',
         -- The exposed schema (PUBLIC's USAGE is PostgreSQL 15's default; CREATE is revoked, 0001).
         'public USAGE to PUBLIC', 'public USAGE to anon', 'public USAGE to authenticated',
         'public USAGE to service_role'

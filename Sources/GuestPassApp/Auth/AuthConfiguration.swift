@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassCrypto
+public import GuestPassCrypto
 import GuestPassStore
 
 /// Token, session and rate-limit settings.

@@ -2,7 +2,7 @@ import Foundation
 import GuestPassCrypto
 import GuestPassDeviceCheck
 import GuestPassPostgres
-import HTTPTypes
+public import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -201,6 +201,13 @@ extension APIError {
     /// The response in `dialect`'s shape, with `x-sb-error-code` and the client's `X-Supabase-Api-Version` echoed.
     /// Keys in a fixed (byte) order: equal errors are byte-identical (no oracle in the ordering of a body).
     func response(dialect: ErrorDialect, request: Request) throws -> Response {
+        let (headers, data) = try self.rendered(dialect: dialect, request: request)
+        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The headers and body of `response(dialect:request:)`, for a writer that is not Hummingbird's (the refused
+    /// WebSocket upgrade, `UpgradeRefusals`).
+    func rendered(dialect: ErrorDialect, request: Request) throws -> (headers: HTTPFields, body: [UInt8]) {
         let data: [UInt8]
         switch dialect {
         case .goTrue: data = try CompactJSONEncoder().encode(GoTrueErrorBody(code: self.code, message: self.message))
@@ -212,7 +219,7 @@ extension APIError {
         headers[.contentType] = "application/json"
         headers[.supabaseErrorCode] = self.code
         if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
-        return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return (headers, data)
     }
 }
 

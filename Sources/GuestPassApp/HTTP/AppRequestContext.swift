@@ -1,7 +1,7 @@
 import Foundation
 import GuestPassPostgres
-import Hummingbird
-import HummingbirdWebSocket
+public import Hummingbird
+public import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -11,6 +11,8 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, We
     public var coreContext: CoreRequestContextStorage
     /// The peer of the TCP connection (the load balancer, when there is one).
     public let remoteAddress: SocketAddress?
+    /// The connection (the Realtime upgrade leaves its refusal on the connection's pipeline: `UpgradeRefusals`).
+    let channel: any Channel
     /// Who is calling, on the route groups that authenticate.
     var caller: Caller? {
         didSet {
@@ -31,5 +33,6 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, We
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.channel = source.channel
     }
 }

@@ -1,5 +1,5 @@
 import GuestPassCrypto
-import Hummingbird
+public import Hummingbird
 import NIOCore
 
 /// Every route's response encoder: `CompactJSONEncoder` (several times cheaper than `JSONEncoder` on the session

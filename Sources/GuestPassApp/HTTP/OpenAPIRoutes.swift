@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import NIOCore
+public import NIOCore
 import NIOFoundationEssentialsCompat
 
 /// `GET /openapi.json`: the OpenAPI 3.1 document of every route and error shape, kept beside the code

@@ -1,5 +1,5 @@
 import NIOConcurrencyHelpers
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Whether the server is draining: set when graceful shutdown begins, so `GET /health/ready` answers 503 while the
 /// load balancer takes the replica out, before the server stops accepting connections.

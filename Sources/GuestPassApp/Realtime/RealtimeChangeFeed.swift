@@ -42,6 +42,7 @@ struct RealtimeChangeFeed: Service {
             let started = ContinuousClock.now
             do {
                 let poll = try await self.services.feed.poll(after: snapshot)
+                if let oldest = poll.changes.first { RealtimeMetrics.pollLag(oldestCapturedAt: oldest.commitTimestamp) }
                 if snapshot != nil { await dispatch.deliver(poll.changes) }
                 snapshot = poll.snapshot
                 RealtimeMetrics.polled(changes: poll.changes.count, seconds: started.duration(to: .now))

@@ -87,7 +87,8 @@ struct RealtimeDispatch: Sendable {
         guard !relevant.isEmpty else { return }
         var filterIndex: [[RealtimeCondition]: Int] = [:]
         var filters: [[RealtimeCondition]] = []
-        for binding in channels.flatMap(\.bindings) where filterIndex[binding.conditions] == nil {
+        let tableBindings = channels.flatMap(\.bindings).filter { $0.schema == schema && $0.table == name }
+        for binding in tableBindings where filterIndex[binding.conditions] == nil {
             filterIndex[binding.conditions] = filters.count
             filters.append(binding.conditions)
         }
@@ -104,20 +105,22 @@ struct RealtimeDispatch: Sendable {
         } catch {
             return self.refuse(relevant.count, to: channels, schema: schema, name: name, error: error)
         }
-        let columns = RealtimeChangeEvent.columnsJSON(table)
+        let columns = table.columns.filter(\.selectable).map { RealtimeColumn(name: $0.name, type: $0.type) }
         for (index, change) in relevant.enumerated() where verdicts.visible[2 * index] {
-            var data: String?
+            var data: RealtimeJSON?
             for channel in channels {
-                let ids = channel.bindings.filter { binding in
-                    binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!]
-                }.map(\.id)
+                var ids: [Int] = []
+                for binding in channel.bindings
+                where binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!] && !ids.contains(binding.id) {
+                    ids.append(binding.id)
+                }
                 guard !ids.isEmpty else { continue }
                 if data == nil {
-                    data = RealtimeChangeEvent.dataJSON(
-                        change, table: table, columnsJSON: columns, newImage: verdicts.trimmedImages[2 * index],
+                    data = RealtimeChangeEvent.data(
+                        change, table: table, columns: columns, deciding: verdicts.trimmedImages[2 * index],
                         oldVisible: verdicts.visible[2 * index + 1], oldImage: verdicts.trimmedImages[2 * index + 1])
                 }
-                self.push(channel, event: "postgres_changes", payloadJSON: RealtimePayloads.postgresChanges(ids: ids, dataJSON: data!))
+                self.push(channel, event: "postgres_changes", payload: RealtimePayload.postgresChanges(ids: ids, data: data!))
                 RealtimeMetrics.delivered()
             }
         }
@@ -130,8 +133,8 @@ struct RealtimeDispatch: Sendable {
         for channel in channels {
             self.push(
                 channel, event: "system",
-                payloadJSON: RealtimePayloads.system(
-                    extension: "postgres_changes", status: "error",
+                payload: RealtimePayload.system(
+                    .postgresChanges, .error,
                     message: "Changes of \(schema).\(name) could not be checked for this subscriber and were not delivered.",
                     channel: channel.channelName))
         }
@@ -139,24 +142,24 @@ struct RealtimeDispatch: Sendable {
 
     private func deliverBroadcast(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
         guard let topic = change.topic, let event = change.event else { return }
-        let payload = RealtimePayloads.broadcast(event: event, payloadJSON: change.record ?? "{}")
+        let payload = RealtimePayload.broadcast(event: event, payload: RealtimeJSON(unchecked: change.record ?? "{}"))
         for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
             if channel.socketID == change.origin && !channel.broadcastSelf { continue }
-            self.push(channel, event: "broadcast", payloadJSON: payload)
+            self.push(channel, event: "broadcast", payload: payload)
         }
     }
 
     private func deliverPresence(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
         guard let topic = change.topic, let diff = change.record else { return }
         for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
-            self.push(channel, event: "presence_diff", payloadJSON: diff)
+            self.push(channel, event: "presence_diff", payload: RealtimeJSON(unchecked: diff))
         }
     }
 
     /// A server push (null refs) to one channel.
-    private func push(_ channel: RealtimeSubscriber, event: String, payloadJSON: String) {
-        let frame = RealtimeCodec.encode(joinRef: nil, ref: nil, topic: channel.topic, event: event, payloadJSON: payloadJSON, version: channel.version)
-        if !channel.outbox.enqueue(.text(frame)) { RealtimeMetrics.dropped(1) }
+    private func push(_ channel: RealtimeSubscriber, event: String, payload: RealtimeJSON) {
+        let message = RealtimeOutboundMessage(joinRef: nil, ref: nil, topic: channel.topic, event: event, payload: payload)
+        if !channel.outbox.enqueue(message.frame(for: channel.version)) { RealtimeMetrics.dropped(1) }
     }
 }
 
@@ -180,36 +183,27 @@ extension CapturedChange {
     var decidingImage: String? { self.kind == .delete ? self.oldRecord : self.record }
 }
 
-/// The `data` object of a `postgres_changes` event, as Realtime shapes it.
+/// The `data` object of a `postgres_changes` event for one identity (`RealtimePayload.postgresChangesData`).
 enum RealtimeChangeEvent {
-    /// `[{"name":…,"type":…}]` of the columns the role may read, in attribute order.
-    static func columnsJSON(_ table: RealtimeTable) -> String {
-        JSONValue.array(
-            table.columns.filter(\.selectable).map { .object(["name": .string($0.name), "type": .string($0.type)]) }
-        ).jsonText
-    }
-
-    /// `{"schema","table","commit_timestamp","type","columns","record"?,"old_record"?,"errors":null}`. INSERT carries
-    /// `record`, UPDATE both, DELETE `old_record`. The old row of an UPDATE is whole only when the subscriber could see
+    /// INSERT carries `record`, UPDATE both, DELETE `old_record`. `deciding` is the deciding image with the role's
+    /// hidden columns cut (nil: nothing to cut). The old row of an UPDATE is whole only when the subscriber could see
     /// it too; otherwise it is cut to the primary key (what Supabase sends by default).
-    static func dataJSON(
-        _ change: CapturedChange, table: RealtimeTable, columnsJSON: String, newImage: String?, oldVisible: Bool, oldImage: String?
-    ) -> String {
-        var text = "{\"schema\":" + JSONValue.string(table.schema).jsonText + ",\"table\":" + JSONValue.string(table.name).jsonText
-        text += ",\"commit_timestamp\":" + JSONValue.string(change.commitTimestamp).jsonText
-        text += ",\"type\":\"" + change.kind.rawValue + "\",\"columns\":" + columnsJSON
+    static func data(
+        _ change: CapturedChange, table: RealtimeTable, columns: [RealtimeColumn], deciding: String?, oldVisible: Bool, oldImage: String?
+    ) -> RealtimeJSON {
+        let record = RealtimeJSON(unchecked: deciding ?? change.decidingImage ?? "{}")
+        let row: RealtimeRowChange
         switch change.kind {
-        case .insert:
-            text += ",\"record\":" + (newImage ?? change.record ?? "{}")
         case .update:
-            text += ",\"record\":" + (newImage ?? change.record ?? "{}")
-            text += ",\"old_record\":" + (oldVisible ? (oldImage ?? change.oldRecord ?? "{}") : self.primaryKeyOnly(change.oldRecord, table))
+            let old = oldVisible ? (oldImage ?? change.oldRecord ?? "{}") : self.primaryKeyOnly(change.oldRecord, table)
+            row = .update(record: record, oldRecord: RealtimeJSON(unchecked: old))
         case .delete:
-            text += ",\"old_record\":" + (newImage ?? change.oldRecord ?? "{}")
-        case .broadcast, .presence:
-            break
+            row = .delete(oldRecord: record)
+        default:
+            row = .insert(record: record)
         }
-        return text + ",\"errors\":null}"
+        return RealtimePayload.postgresChangesData(
+            schema: table.schema, table: table.name, commitTimestamp: change.commitTimestamp, change: row, columns: columns)
     }
 
     private static func primaryKeyOnly(_ image: String?, _ table: RealtimeTable) -> String {

@@ -16,6 +16,12 @@ public struct RealtimeSocketLimits: Sendable {
     public var messagesPerSecond = 100
     /// Largest broadcast payload (its JSON text), like Supabase's 256 KB on the free plan.
     public var maxBroadcastBytes = 256 * 1024
+    /// Broadcast bytes one socket may send: `broadcastBurstBytes` at once, refilled at `broadcastBytesPerSecond` (a
+    /// token bucket); past it a broadcast is refused (`rate_limited`, the socket stays open). Every receiver's queue
+    /// takes what every sender sends within one poll, so this keeps a burst of a few clients from overflowing the
+    /// queues of clients that are keeping up.
+    public var broadcastBytesPerSecond = 4 << 20
+    public var broadcastBurstBytes = 1 << 20
     /// Presence metas one socket may track per channel.
     public var presencePerChannel = 10
     /// Frames and bytes queued for one socket before it counts as too slow and is closed.

@@ -101,13 +101,3 @@ final class RealtimeOutbox: Sendable {
         let ending: Ending
     }
 }
-
-extension RealtimeFrame {
-    /// The bytes the frame puts on the wire (its payload).
-    var byteCount: Int {
-        switch self {
-        case .text(let text): text.utf8.count
-        case .binary(let bytes): bytes.count
-        }
-    }
-}

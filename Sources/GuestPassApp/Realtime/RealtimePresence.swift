@@ -1,7 +1,7 @@
 import Foundation
-import GuestPassJSON
 import GuestPassStore
 import NIOConcurrencyHelpers
+import RealtimeProtocol
 
 /// Presence across replicas: each tracked meta is a row of `guestpass.realtime_presence` under this process's lease,
 /// and every track, untrack and expiry logs a `presence_diff` that each replica's change feed pushes to its sockets on
@@ -34,17 +34,20 @@ final class RealtimePresence: Sendable {
             $0.updateValue((key, ref), forKey: Tracked(socketID: subscriber.socketID, topic: subscriber.topic))
         }
         if let previous {
-            try await self.feed.presenceUntrack(app: subscriber.appID, topic: subscriber.topic, key: previous.key, replica: self.replica, ref: previous.ref)
+            try await self.feed.presenceUntrack(
+                app: subscriber.appID, topic: subscriber.topic, key: previous.key, replica: self.replica, ref: previous.ref)
         }
         try await self.feed.presenceTrack(
-            app: subscriber.appID, topic: subscriber.topic, key: key, replica: self.replica, ref: ref, meta: metaJSON, leaseSeconds: self.leaseSeconds)
+            app: subscriber.appID, topic: subscriber.topic, key: key, replica: self.replica, ref: ref, meta: metaJSON, leaseSeconds: self.leaseSeconds
+        )
     }
 
     /// Stops tracking the channel's meta (a no-op when it tracks none).
     func untrack(_ subscriber: RealtimeSubscriber) async throws {
         let previous = self.tracked.withLockedValue { $0.removeValue(forKey: Tracked(socketID: subscriber.socketID, topic: subscriber.topic)) }
         guard let previous else { return }
-        try await self.feed.presenceUntrack(app: subscriber.appID, topic: subscriber.topic, key: previous.key, replica: self.replica, ref: previous.ref)
+        try await self.feed.presenceUntrack(
+            app: subscriber.appID, topic: subscriber.topic, key: previous.key, replica: self.replica, ref: previous.ref)
     }
 
     /// Untracks a channel that is going away (leave, close, shutdown); a failure leaves the meta to expire with the
@@ -53,15 +56,14 @@ final class RealtimePresence: Sendable {
         try? await self.untrack(subscriber)
     }
 
-    /// The topic's presence state, `{"key":{"metas":[{"phx_ref":…,…}]}}`, as JSON text.
-    func state(app: UUID, topic: String) async throws -> String {
-        var keys: [String: [JSONValue]] = [:]
+    /// The topic's presence state, `{"key":{"metas":[{"phx_ref":…,…}]}}` (each meta as the database wrote it, with its
+    /// `phx_ref`).
+    func state(app: UUID, topic: String) async throws -> RealtimeJSON {
+        var keys: [String: [RealtimeJSON]] = [:]
         for entry in try await self.feed.presenceState(app: app, topic: topic) {
-            var meta = (try? JSONValue.parse(entry.meta))?.objectValue ?? [:]
-            meta["phx_ref"] = .string(entry.ref)
-            keys[entry.key, default: []].append(.object(meta))
+            keys[entry.key, default: []].append(RealtimeJSON(unchecked: entry.meta))
         }
-        return JSONValue.object(keys.mapValues { .object(["metas": .array($0)]) }).jsonText
+        return RealtimePayload.presenceState(keys)
     }
 
     /// Renews this replica's leases and expires dead replicas' metas.

@@ -37,9 +37,10 @@ struct RealtimeServices: Sendable {
 /// (`?apikey=…&vsn=…`).
 ///
 /// The upgrade is decided before upgrading: the API key must be valid (a secret key in the URL is refused, as on every
-/// route) and `vsn` absent, `1.0.0` or `2.0.0`. A request that fails falls through to the plain HTTP route of the same
-/// path, which answers the reason in the documented error shape (401, 400, 429), or 426 to a valid request that did not
-/// ask for an upgrade. The user's token comes later, in each `phx_join`.
+/// route), `vsn` absent, `1.0.0` or `2.0.0`, and the address and app below their socket limits. A refused upgrade is
+/// answered with the reason in the documented error shape (401, 400, 429: `UpgradeRefusals`); a plain GET without the
+/// upgrade gets the same checks from the HTTP route of the same path, or 426. The user's token comes later, in each
+/// `phx_join`.
 struct RealtimeRoutes {
     /// The socket's path (Hummingbird matches it with or without a trailing slash).
     static let path: RouterPath = "/realtime/v1/websocket"
@@ -51,7 +52,12 @@ struct RealtimeRoutes {
     func registerUpgrade(on router: Router<AppRequestContext>) {
         do {
             router.ws(Self.path) { request, context in
-                _ = try await self.admission(request, context)
+                do {
+                    _ = try await self.admission(request, context)
+                } catch let error as APIError {
+                    await UpgradeRefusals.record(error, request: request, on: context.channel)
+                    throw error
+                }
                 return .upgrade([:])
             } onUpgrade: { inbound, outbound, context in
                 let (caller, version) = try await self.admission(context.request, context.requestContext)

@@ -33,7 +33,7 @@ extension RealtimeSocket {
         }
         if let previous = self.hub.leave(socketID: self.id, topic: message.topic) {
             // Phoenix closes a channel joined twice before the new join.
-            self.send(joinRef: previous.joinRef, ref: previous.joinRef, topic: message.topic, event: "phx_close", payloadJSON: "{}")
+            self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: previous.joinRef))
             await self.services.presence.leaveAll(of: previous)
         }
         guard self.hub.channelCount(socketID: self.id) < self.services.limits.channelsPerSocket else {
@@ -57,10 +57,10 @@ extension RealtimeSocket {
         )
         self.hub.join(subscriber)
         RealtimeMetrics.channelOpened()
-        self.reply(message, status: "ok", response: RealtimePayloads.joinResponse(config.postgresChanges))
+        self.reply(message, RealtimePayload.joinReply(bindings: config.postgresChanges))
         if config.presence.enabled {
-            let state = (try? await self.services.presence.state(app: self.grant.appID, topic: message.topic)) ?? "{}"
-            self.send(joinRef: message.joinRef, ref: nil, topic: message.topic, event: "presence_state", payloadJSON: state)
+            let state = (try? await self.services.presence.state(app: self.grant.appID, topic: message.topic)) ?? .emptyObject
+            self.send(joinRef: message.joinRef, ref: nil, topic: message.topic, event: "presence_state", payload: state)
         }
         guard !config.postgresChanges.isEmpty else { return }
         var errors: [String] = []
@@ -72,19 +72,19 @@ extension RealtimeSocket {
         }
         let bindings = subscriber.bindings
         guard self.hub.update(socketID: self.id, topic: message.topic, joinRef: message.joinRef, { $0.bindings = bindings }) else { return }
-        let status = errors.isEmpty ? "ok" : "error"
+        let status: RealtimeStatus = errors.isEmpty ? .ok : .error
         let text =
             errors.isEmpty
             ? "Subscribed to PostgreSQL"
             : "Unable to subscribe to changes with given parameters. " + errors.joined(separator: " ")
         self.send(
             joinRef: message.joinRef, ref: nil, topic: message.topic, event: "system",
-            payloadJSON: RealtimePayloads.system(extension: "postgres_changes", status: status, message: text, channel: subscriber.channelName))
+            payload: RealtimePayload.system(.postgresChanges, status, message: text, channel: subscriber.channelName))
     }
 
     private func refuseJoin(_ message: RealtimeMessage, _ reason: String) {
         RealtimeMetrics.refused("join")
-        self.reply(message, status: "error", response: RealtimePayloads.reason(reason))
+        self.reply(message, RealtimePayload.replyError(reason: reason))
     }
 
     /// The identity a token gives: none, null, the API key itself or a new-style `sb_` key mean the key's own identity
@@ -103,6 +103,9 @@ extension RealtimeSocket {
             return .failure(RealtimeRefusal("Invalid access token"))
         }
         guard verified.appID == self.grant.appID else { return .failure(RealtimeRefusal("The access token belongs to another app")) }
+        // The verifier's leeway is for clock skew on requests; a channel would only be closed a second later.
+        let now = Int(Date().timeIntervalSince1970)
+        guard verified.expiresAt > now else { return .failure(RealtimeRefusal("Token has expired \(now - verified.expiresAt) seconds ago")) }
         let caller = Caller(grant: self.grant, token: verified, clientAddress: self.address)
         return .success(SubscriberIdentity(identity: caller.identity, sessionID: verified.sessionID, expiresAt: verified.expiresAt))
     }
@@ -119,6 +122,9 @@ extension RealtimeSocket {
             case .delete: .delete
             }
         let schema = binding.schema
+        if let select = binding.select, !select.isEmpty {
+            return .failure(RealtimeRefusal("Column subsets (select) are not supported by this server: subscribe to whole rows."))
+        }
         guard let tableName = binding.table, !tableName.isEmpty, tableName != "*" else {
             return .failure(RealtimeRefusal("A table is required: this server does not subscribe to whole schemas."))
         }
@@ -136,7 +142,8 @@ extension RealtimeSocket {
         guard table.published else {
             return .failure(RealtimeRefusal("Table \(schema).\(tableName) is not in the supabase_realtime publication."))
         }
-        guard table.readable else { return .failure(RealtimeRefusal("Unauthorized: role \(role.rawValue) cannot read \(schema).\(tableName).")) }
+        // A role that cannot read the table is subscribed all the same and receives nothing, as on Supabase: an error
+        // here would make supabase-py rejoin forever.
         let conditions: [RealtimeCondition]
         do {
             conditions = try binding.parsedFilter().conditions.map { condition in
@@ -151,7 +158,8 @@ extension RealtimeSocket {
             return .failure(RealtimeRefusal("Invalid filter: \(error)"))
         }
         for condition in conditions {
-            guard table.column(condition.column)?.selectable == true else {
+            // A column the role cannot read would let events reveal its values: refused, unless nothing is readable.
+            guard let column = table.column(condition.column), column.selectable || !table.readable else {
                 return .failure(RealtimeRefusal("invalid column for filter \(condition.column)"))
             }
         }
@@ -169,9 +177,9 @@ extension RealtimeSocket {
 
     /// `phx_leave`: ok to the push, then `phx_close` with the join's ref.
     func leave(_ message: RealtimeMessage) async {
-        self.reply(message, status: "ok", response: "{}")
+        self.reply(message, RealtimePayload.reply(.ok))
         let left = self.hub.leave(socketID: self.id, topic: message.topic)
-        self.send(joinRef: message.joinRef, ref: message.joinRef, topic: message.topic, event: "phx_close", payloadJSON: "{}")
+        self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: message.joinRef))
         if let left {
             await self.services.presence.leaveAll(of: left)
             RealtimeMetrics.channelClosed(reason: "leave")

@@ -20,6 +20,7 @@ actor RealtimeSocket {
     let services: RealtimeServices
     let logger: Logger
     private var messageWindow = (start: ContinuousClock.now, count: 0)
+    private var broadcastBucket: (at: ContinuousClock.Instant, bytes: Double)
     /// When the client last sent anything (read by the idle check without waiting for the actor).
     nonisolated let lastSeen = NIOLockedValueBox(ContinuousClock.now)
 
@@ -31,6 +32,7 @@ actor RealtimeSocket {
         self.services = services
         self.logger = logger
         self.outbox = RealtimeOutbox(maxFrames: services.limits.outboxFrames, maxBytes: services.limits.outboxBytes)
+        self.broadcastBucket = (ContinuousClock.now, Double(services.limits.broadcastBurstBytes))
     }
 
     var hub: RealtimeHub { self.services.hub }
@@ -61,12 +63,28 @@ actor RealtimeSocket {
             // Binary payloads are not relayed yet (the change log holds JSON); say so to the pusher.
             if push.ref != nil {
                 self.send(
-                    joinRef: push.joinRef, ref: push.ref, topic: push.topic, event: "phx_reply",
-                    payloadJSON: RealtimePayloads.reply(status: "error", responseJSON: RealtimePayloads.reason("binary broadcast payloads are not supported")))
+                    RealtimeOutboundMessage.reply(
+                        to: push, payload: RealtimePayload.replyError(reason: "binary broadcast payloads are not supported")))
             }
             return
         }
-        await self.broadcast(topic: push.topic, joinRef: push.joinRef, ref: push.ref, event: push.event, payloadJSON: payload.text)
+        await self.broadcast(topic: push.topic, joinRef: push.joinRef, ref: push.ref, event: push.event, payload: payload)
+    }
+
+    /// Takes a broadcast's bytes from the socket's token bucket; false when it holds too few.
+    func countBroadcast(bytes: Int) -> Bool {
+        let now = ContinuousClock.now
+        let elapsed = self.broadcastBucket.at.duration(to: now)
+        let refill =
+            (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            * Double(self.services.limits.broadcastBytesPerSecond)
+        let available = min(Double(self.services.limits.broadcastBurstBytes), self.broadcastBucket.bytes + refill)
+        guard available >= Double(bytes) else {
+            self.broadcastBucket = (now, available)
+            return false
+        }
+        self.broadcastBucket = (now, available - Double(bytes))
+        return true
     }
 
     private func countMessage() -> Bool {
@@ -85,7 +103,7 @@ actor RealtimeSocket {
     private func handle(_ message: RealtimeMessage) async {
         switch (message.topic, message.event) {
         case ("phoenix", "heartbeat"):
-            self.reply(message, status: "ok", response: "{}")
+            self.reply(message, RealtimePayload.reply(.ok))
         case (_, "phx_join"):
             await self.join(message)
         case (_, "phx_leave"):
@@ -95,18 +113,18 @@ actor RealtimeSocket {
         case (_, "broadcast"):
             let payload = message.payload.objectValue
             guard let event = payload?["event"]?.stringValue else {
-                self.reply(message, status: "error", response: RealtimePayloads.reason("broadcast needs an event"))
+                self.reply(message, RealtimePayload.replyError(reason: "broadcast needs an event"))
                 return
             }
             await self.broadcast(
                 topic: message.topic, joinRef: message.joinRef, ref: message.ref, event: event,
-                payloadJSON: (payload?["payload"] ?? .object([:])).jsonText)
+                payload: RealtimeJSON(payload?["payload"] ?? .object([:])))
         case (_, "presence"):
             await self.presence(message)
         default:
             // Realtime ignores client events it does not know; a push to a topic not joined gets Phoenix's answer.
             if self.hub.channel(socketID: self.id, topic: message.topic) == nil {
-                self.reply(message, status: "error", response: RealtimePayloads.reason("unmatched topic"))
+                self.reply(message, RealtimePayload.replyError(reason: "unmatched topic"))
             }
         }
     }
@@ -114,22 +132,23 @@ actor RealtimeSocket {
     // MARK: Sending
 
     /// Queues a message for the client in its framing.
-    func send(joinRef: String?, ref: String?, topic: String, event: String, payloadJSON: String) {
-        self.outbox.enqueue(
-            .text(RealtimeCodec.encode(joinRef: joinRef, ref: ref, topic: topic, event: event, payloadJSON: payloadJSON, version: self.version)),
-            farewell: .text(
-                RealtimeCodec.encode(
-                    joinRef: joinRef, ref: nil, topic: topic, event: "system",
-                    payloadJSON: RealtimePayloads.system(
-                        extension: "system", status: "error", message: "Too many messages queued: the client is too slow",
-                        channel: String(topic.dropFirst("realtime:".count))), version: self.version)))
+    func send(_ message: RealtimeOutboundMessage) {
+        let farewell = RealtimeOutboundMessage(
+            joinRef: message.joinRef, ref: nil, topic: message.topic, event: "system",
+            payload: RealtimePayload.system(
+                .system, .error, message: "Too many messages queued: the client is too slow",
+                channel: String(message.topic.dropFirst(RealtimeTopic.prefix.count))))
+        self.outbox.enqueue(message.frame(for: self.version), farewell: farewell.frame(for: self.version))
     }
 
-    /// `phx_reply` to `message` with `status` and the response object `response` (JSON text).
-    func reply(_ message: RealtimeMessage, status: String, response: String) {
-        self.send(
-            joinRef: message.joinRef, ref: message.ref, topic: message.topic, event: "phx_reply",
-            payloadJSON: RealtimePayloads.reply(status: status, responseJSON: response))
+    /// Queues a message for the client in its framing.
+    func send(joinRef: String?, ref: String?, topic: String, event: String, payload: RealtimeJSON) {
+        self.send(RealtimeOutboundMessage(joinRef: joinRef, ref: ref, topic: topic, event: event, payload: payload))
+    }
+
+    /// `phx_reply` to `message` with `payload` (`RealtimePayload.reply`, `replyError`, `joinReply`).
+    func reply(_ message: RealtimeMessage, _ payload: RealtimeJSON) {
+        self.send(RealtimeOutboundMessage.reply(to: message, payload: payload))
     }
 
     /// Ends a channel on the server's initiative: a `system` error naming why, then `phx_close`, as Realtime does
@@ -138,8 +157,8 @@ actor RealtimeSocket {
         guard let subscriber = self.hub.leave(socketID: self.id, topic: topic), subscriber.joinRef == joinRef else { return }
         self.send(
             joinRef: joinRef, ref: nil, topic: topic, event: "system",
-            payloadJSON: RealtimePayloads.system(extension: "system", status: "error", message: reason, channel: subscriber.channelName))
-        self.send(joinRef: joinRef, ref: joinRef, topic: topic, event: "phx_close", payloadJSON: "{}")
+            payload: RealtimePayload.system(.system, .error, message: reason, channel: subscriber.channelName))
+        self.send(RealtimeOutboundMessage.close(topic: topic, joinRef: joinRef))
         await self.services.presence.leaveAll(of: subscriber)
         RealtimeMetrics.channelClosed(reason: "shutdown")
     }

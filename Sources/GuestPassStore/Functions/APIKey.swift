@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GuestPassCrypto
-import GuestPassPostgres
+public import GuestPassPostgres
 
 /// An API key: `gp_pub_` (publishable) or `gp_sec_` (secret) followed by 64 lowercase hex digits of OpenSSL randomness.
 /// Only its SHA-256 is stored; the value is shown once, when it is created.

@@ -1,6 +1,6 @@
-import Foundation
-import GuestPassJSON
-import GuestPassPostgres
+public import Foundation
+public import GuestPassJSON
+public import GuestPassPostgres
 
 /// The kinds of account code (`guestpass.account_codes.kind`): known to the database only by the SHA-256 of their
 /// normalised text; GuestPassApp's `AccountCode` makes and normalises them.

@@ -1,6 +1,6 @@
-import Foundation
-import GuestPassJSON
-import GuestPassPostgres
+public import Foundation
+public import GuestPassJSON
+public import GuestPassPostgres
 
 /// What `guestpass_server.merge_guest` answered.
 public enum MergeOutcome {

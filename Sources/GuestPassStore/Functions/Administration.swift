@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GuestPassCrypto
-import GuestPassPostgres
+public import GuestPassPostgres
 
 /// The operator's operations (`guestpass apps …`, and the test harness), on a pool of the database owner: one typed
 /// method each, going through the same SQL functions as the API where one exists.

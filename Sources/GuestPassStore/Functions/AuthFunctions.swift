@@ -1,6 +1,6 @@
-import Foundation
-import GuestPassJSON
-import GuestPassPostgres
+public import Foundation
+public import GuestPassJSON
+public import GuestPassPostgres
 
 /// The server-side SQL functions (`guestpass_server.*`), one typed Swift method each: the only place the routes' SQL
 /// text lives. Each runs as one request transaction (one round trip) under the identity it is given, which the caller

@@ -1,5 +1,5 @@
-import Foundation
-import GuestPassPostgres
+public import Foundation
+public import GuestPassPostgres
 
 /// What `guestpass_server.devicecheck_begin` answered.
 public enum ClaimStart: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import GuestPassJSON
-import GuestPassPostgres
+public import GuestPassJSON
+public import GuestPassPostgres
 
 /// The SQL of one RPC call: the function's catalog entry (names, types, result shape) and the request's values,
 /// which are always bound as parameters, never spliced in. Throws `PostgRESTRefusal` for an argument it cannot bind.

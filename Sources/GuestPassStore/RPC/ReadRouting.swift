@@ -1,4 +1,4 @@
-import GuestPassPostgres
+public import GuestPassPostgres
 import NIOConcurrencyHelpers
 
 /// Where read-only requests run (read-only RPC, table reads): on the read replica (`GUESTPASS_DATABASE_READ_URL`), or

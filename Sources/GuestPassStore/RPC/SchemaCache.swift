@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassPostgres
+public import GuestPassPostgres
 import Logging
 import NIOConcurrencyHelpers
 

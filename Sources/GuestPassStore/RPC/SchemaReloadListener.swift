@@ -1,7 +1,7 @@
-import GuestPassPostgres
-import Logging
+public import GuestPassPostgres
+public import Logging
 import NIOPosix
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Loads the schema cache at start and reloads it on SIGHUP (`kill -HUP <pid>`) and on `NOTIFY pgrst, 'reload schema'`
 /// (or an empty payload), PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends

@@ -1,11 +1,15 @@
-import Foundation
-import GuestPassPostgres
+public import Foundation
+public import GuestPassPostgres
 
 /// One row of the change log (`guestpass.realtime_changes`): a captured row change, a broadcast or a presence diff.
 public struct CapturedChange: Sendable {
     /// What the row records.
     public enum Kind: String, Sendable {
-        case insert = "INSERT", update = "UPDATE", delete = "DELETE", broadcast = "BROADCAST", presence = "PRESENCE"
+        case insert = "INSERT"
+        case update = "UPDATE"
+        case delete = "DELETE"
+        case broadcast = "BROADCAST"
+        case presence = "PRESENCE"
     }
 
     public let seq: Int64

@@ -1,5 +1,5 @@
 import Foundation
-import GuestPassPostgres
+public import GuestPassPostgres
 import NIOConcurrencyHelpers
 
 /// What Realtime needs to know about one table for one request role: whether it is in the `supabase_realtime`

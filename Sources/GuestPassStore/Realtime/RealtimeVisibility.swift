@@ -1,4 +1,4 @@
-import GuestPassPostgres
+public import GuestPassPostgres
 
 /// One condition of a `postgres_changes` filter (`column=op.value`), already parsed; the value is cast to the
 /// column's type inside PostgreSQL, so `id=eq.5` on an `int8` compares numbers and `at=gt.2026-01-01` compares times.

@@ -1,5 +1,5 @@
-import GuestPassPostgres
-import PostgRESTGrammar
+public import GuestPassPostgres
+public import PostgRESTGrammar
 
 /// What a table request asks the database for, once its request has been parsed and its relation found.
 public struct TablePlan: Sendable {

@@ -30,6 +30,9 @@ declare
     v_ref record;
     v_found uuid[];
     v_count integer;
+    v_table regclass;
+    v_key text;
+    v_spent text;
 begin
     if p_limit is null or p_limit not between 1 and 100000 then
         raise exception using errcode = '22023', message = 'the batch size must be 1 to 100000';
@@ -75,51 +78,30 @@ begin
         end if;
         return query select v_count, cardinality(v_candidates) = p_limit, v_candidates[cardinality(v_candidates)];
         return;
-    when 'sessions' then
-        -- Sessions ended over a week ago (their refresh tokens go with them).
-        with doomed as (
-            select s.id from guestpass.sessions as s
-            where s.revoked_at < v_now - interval '7 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.sessions as s where not p_dry_run and s.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'refresh_tokens' then
-        -- Tokens rotated away over a week ago (the reuse window is seconds; a replay older than that revokes anyway).
-        with doomed as (
-            select t.id from guestpass.refresh_tokens as t
-            where t.revoked_at < v_now - interval '7 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.refresh_tokens as t where not p_dry_run and t.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'idempotency_records' then
-        -- A retried consume comes within minutes; two days is plenty.
-        with doomed as (
-            select c.ctid from guestpass.consumptions as c
-            where c.created_at < v_now - interval '2 days'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.consumptions as c where not p_dry_run and c.ctid in (select d.ctid from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'rate_limits' then
-        -- Idle a day: every configured bucket refills within that, and a missing row is a full bucket.
-        with doomed as (
-            select r.bucket from guestpass.rate_limits as r
-            where r.updated_at < v_now - interval '1 day'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.rate_limits as r where not p_dry_run and r.bucket in (select d.bucket from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
-    when 'account_codes' then
-        -- Used or expired codes, a day on.
-        with doomed as (
-            select a.id from guestpass.account_codes as a
-            where a.used_at < v_now - interval '1 day' or a.expires_at < v_now - interval '1 day'
-            limit p_limit for update skip locked
-        ),
-        gone as (delete from guestpass.account_codes as a where not p_dry_run and a.id in (select d.id from doomed as d) returning 1)
-        select case when p_dry_run then (select count(*) from doomed) else (select count(*) from gone) end into v_count;
+    when 'sessions', 'refresh_tokens', 'idempotency_records', 'rate_limits', 'account_codes' then
+        -- The bookkeeping kinds differ only in their table, the column that names a row, and which rows are spent.
+        select k.table_name, k.row_key, k.spent into v_table, v_key, v_spent
+        from (values
+            -- Sessions ended over a week ago (their refresh tokens go with them).
+            ('sessions', 'guestpass.sessions'::regclass, 'id', 'revoked_at < $1 - interval ''7 days'''),
+            -- Tokens rotated away over a week ago (the reuse window is seconds; a replay older than that revokes anyway).
+            ('refresh_tokens', 'guestpass.refresh_tokens'::regclass, 'id', 'revoked_at < $1 - interval ''7 days'''),
+            -- A retried consume comes within minutes; two days is plenty.
+            ('idempotency_records', 'guestpass.consumptions'::regclass, 'ctid', 'created_at < $1 - interval ''2 days'''),
+            -- Idle a day: every configured bucket refills within that, and a missing row is a full bucket.
+            ('rate_limits', 'guestpass.rate_limits'::regclass, 'bucket', 'updated_at < $1 - interval ''1 day'''),
+            -- Used or expired codes, a day on.
+            ('account_codes', 'guestpass.account_codes'::regclass, 'id',
+             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day''')
+        ) as k (kind, table_name, row_key, spent)
+        where k.kind = p_kind;
+        -- One batch of any of them: $1 the clock, $2 the batch size, $3 a dry run.
+        execute format(
+            'with doomed as (select %2$I from %1$s where %3$s limit $2 for update skip locked), '
+            'gone as (delete from %1$s where not $3 and %2$I in (select d.%2$I from doomed as d) returning 1) '
+            'select case when $3 then (select count(*) from doomed) else (select count(*) from gone) end',
+            v_table, v_key, v_spent)
+            into v_count using v_now, p_limit, p_dry_run;
     else
         raise exception using errcode = '22023',
             message = 'the kind must be guests, sessions, refresh_tokens, idempotency_records, rate_limits or account_codes';

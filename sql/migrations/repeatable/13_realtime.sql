@@ -49,15 +49,21 @@
 -- empty and every name qualified. Cheap by construction, and it never raises because of the row: no exception block
 -- (a subtransaction per row would cost and would overflow the subtransaction cache of multi-row statements), app_id
 -- is read through the JSON image and cast only when it is a canonical uuid (a text app_id holding anything else gives
--- null). Only a row image over 1 MiB as stored (rare) is converted under an exception block, so that an image jsonb
+-- null). Only a row image over 256 KiB as stored (rare) is converted under an exception block, so that an image jsonb
 -- cannot hold (program_limit_exceeded past 255 MB) leaves that image null instead of failing the write; the server
--- answers such a change with Realtime's "Error 413". NEW and OLD are null where the operation has none (PostgreSQL 11+).
--- Measured on this VM (in-backend, 5,000 one-row insert+update+delete in one session, min of 5): 26 µs per triple
--- unpublished, about 70 µs with this row trigger, about 85 µs with three statement triggers with transition tables
--- (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in the transition
--- tables, which PostgreSQL does not promise); for one 50,000-row INSERT, about 10 and 8 µs of capture per row. Most
--- requests write one row per statement, so the row trigger, whose cost is one to_jsonb (2 µs) and one insert through
--- SPI (8 µs) per row image.
+-- answers such a change with Realtime's "Error 413". The stored size may be compressed: lz4 shrinks at most about 255
+-- times and the JSON of a value is at most about twice its text (bytea as hex), so an image under 256 KiB stored is
+-- under 130 MB of JSON. NEW and OLD are null where the operation has none (PostgreSQL 11+).
+-- Row trigger or statement trigger: measured on this VM (2 shared cores), backend CPU as the table owner: one-row
+-- insert+update+delete, 31 µs a triple uncaptured, 70 µs with this row trigger, 80 µs with three statement triggers
+-- with transition tables (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in
+-- the two transition tables, which PostgreSQL does not promise); one 100,000-row INSERT, 3.1 µs a row uncaptured, 12.4
+-- with the row trigger, 10.5 with the statement trigger. pgbench in the server's request frame (bench/realtime.sh's
+-- scripts, 8 clients, fsync off, same run, the VM busy with other work: ±5 %): captured / uncaptured 0.80 (row) and
+-- 0.73 (statement) for insert+update+delete, 0.82 and 0.86 for a one-row insert, 0.68 and 0.73 for a ten-row insert.
+-- Requests mostly write one row per statement, and the row trigger needs no pairing and one trigger per table: the row
+-- trigger. Its cost per row image: one to_jsonb (2 µs) and one INSERT through SPI (about 6 µs: a one-row INSERT starts
+-- an executor each time, which is also why the log has no CHECK constraint, 0010).
 create or replace function guestpass.realtime_capture()
     returns trigger
     language plpgsql
@@ -70,7 +76,7 @@ declare
     v_old jsonb;
     v_app text;
 begin
-    if pg_catalog.pg_column_size(NEW) > 1048576 or pg_catalog.pg_column_size(OLD) > 1048576 then
+    if pg_catalog.pg_column_size(NEW) > 262144 or pg_catalog.pg_column_size(OLD) > 262144 then
         -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
         begin
             v_record := pg_catalog.to_jsonb(NEW);
@@ -89,7 +95,7 @@ begin
     v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
-        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME,
+        TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
         case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
              then v_app::uuid
         end,
@@ -107,62 +113,88 @@ comment on function guestpass.realtime_capture() is
     'a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 revoke all on function guestpass.realtime_capture() from public;
 
+-- What realtime_sync compares: every table that is published (wanted: in supabase_realtime, outside GuestPass's own
+-- schemas, with at least one of insert, update, delete published) or carries the trigger (present; clones on
+-- partitions are not counted: they follow their root), and whether its trigger is current (the published events,
+-- the capture function, not disabled).
+create or replace function guestpass.realtime_capture_state()
+    returns table (table_oid oid, wanted boolean, present boolean, current boolean)
+    language sql
+    stable
+    as $$
+    with publication as (
+        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
+        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
+               | (case when p.pubupdate then 16 else 0 end) as tgtype
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime'
+    ),
+    wanted as (
+        select c.oid
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and (select p.tgtype from publication as p) <> 1
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    present as (
+        select t.tgrelid as oid,
+               t.tgtype = (select p.tgtype from publication as p)
+               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
+        from pg_catalog.pg_trigger as t
+        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
+    from wanted as w
+    full join present as p on p.oid = w.oid
+$$;
+
+comment on function guestpass.realtime_capture_state() is
+    'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas '
+    'never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the '
+    'published insert/update/delete events, guestpass.realtime_capture(), enabled).';
+revoke all on function guestpass.realtime_capture_state() from public;
+
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
--- publication. Runs serialised (an advisory transaction lock: migrate and every server replica call it), reads the
--- catalog after taking the lock, and changes each table in its own subtransaction with a lock timeout of 2 s: a table
--- that cannot be locked in time (a long transaction holds it) or changed is skipped with a WARNING, left out of the
--- result, and tried again on the next call; the other tables are still synchronised. The trigger's events are the
--- publication's (publish = 'insert, update, delete' by default; `alter publication … set (publish = …)` narrows
--- them). Tables of guestpass's own schemas are never captured (a FOR ALL TABLES publication includes them). A
--- partitioned table published with publish_via_partition_root gets the trigger on its root (cloned onto every
--- partition, which report their own names); otherwise the publication lists the partitions themselves.
+-- publication. Runs serialised (an advisory transaction lock, waited for up to 30 s: migrate and every server replica
+-- call it), reads the catalog after taking the lock, and changes each table in its own subtransaction with a lock
+-- timeout of 2 s (a trigger change locks out the table's writers while it waits): a table that cannot be locked in
+-- time (a long transaction holds it) or changed is skipped with a WARNING, left out of the result, and tried again on
+-- the next call; the other tables are still synchronised. The lock timeouts are set with set_config and the caller's
+-- own is put back before returning (a SET clause would make it the one function of guestpass_server with more than an
+-- empty search_path, 05_guest_identity). The trigger's events are the publication's (publish = 'insert, update,
+-- delete' by default; `alter publication … set (publish = …)` narrows them). Tables of GuestPass's own schemas are
+-- never captured (a FOR ALL TABLES publication includes them). A partitioned table published with
+-- publish_via_partition_root gets the trigger on its root (cloned onto every partition, which report their own
+-- names); otherwise the publication lists the partitions themselves.
 create or replace function guestpass_server.realtime_sync()
     returns table (schema_name text, table_name text)
     language plpgsql
     volatile
     security definer
     set search_path = ''
-    set lock_timeout = '2s'
     as $$
 declare
-    v_type integer := 0;
+    v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     v_events text;
     v_table record;
 begin
     -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
+    perform pg_catalog.set_config('lock_timeout', '30s', true);
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
+    perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-    select (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-           | (case when p.pubupdate then 16 else 0 end),
-           concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
+    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
                      case when p.pubdelete then 'delete' end)
-    into v_type, v_events
+    into v_events
     from pg_catalog.pg_publication as p
     where p.pubname = 'supabase_realtime';
-    v_type := coalesce(v_type, 0);
 
     for v_table in
-        with wanted as (
-            select c.oid
-            from pg_catalog.pg_publication_tables as pt
-            join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-            join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-            where pt.pubname = 'supabase_realtime'
-              and v_type <> 0
-              and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-        ),
-        present as (
-            select t.tgrelid as oid,
-                   t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-                   and t.tgenabled <> 'D' as current
-            from pg_catalog.pg_trigger as t
-            where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-        )
-        select coalesce(w.oid, p.oid) as oid, w.oid is not null as wanted, p.oid is not null as present
-        from wanted as w
-        full join present as p on p.oid = w.oid
-        where w.oid is null or p.oid is null or not p.current
+        select s.table_oid::pg_catalog.regclass as name, s.wanted
+        from guestpass.realtime_capture_state() as s
+        where not (s.wanted and s.current)
     loop
         begin
             if v_table.wanted then
@@ -170,32 +202,25 @@ begin
                 execute pg_catalog.format(
                     'create or replace trigger guestpass_realtime_capture after %s on %s '
                     'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.oid::pg_catalog.regclass
+                    v_events, v_table.name
                 );
             else
-                execute pg_catalog.format(
-                    'drop trigger if exists guestpass_realtime_capture on %s', v_table.oid::pg_catalog.regclass
-                );
+                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
             end if;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
-                case when v_table.wanted then 'install' else 'remove' end, v_table.oid::pg_catalog.regclass, sqlerrm
+                case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
                 using errcode = '01000';
         end;
     end loop;
+    perform pg_catalog.set_config('lock_timeout', v_lock_timeout, true);
 
     return query
-        select pt.schemaname::text, pt.tablename::text
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        join pg_catalog.pg_trigger as t
-          on t.tgrelid = c.oid and t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-         and t.tgtype = (1 | v_type) and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure
-         and t.tgenabled <> 'D'
-        where pt.pubname = 'supabase_realtime'
-          and v_type <> 0
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+        select n.nspname::text, c.relname::text
+        from guestpass.realtime_capture_state() as s
+        join pg_catalog.pg_class as c on c.oid = s.table_oid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where s.wanted and s.current
         order by 1, 2;
 end
 $$;
@@ -203,16 +228,18 @@ $$;
 comment on function guestpass_server.realtime_sync() is
     'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger '
     'guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, '
-    'and removes it from tables no longer published. Idempotent, serialised, no table lock when nothing changes; a '
-    'table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), '
-    'in order: subscribe only to these.';
+    'and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no '
+    'table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the '
+    'captured tables (schema_name, table_name), in order: subscribe only to these.';
 revoke all on function guestpass_server.realtime_sync() from public;
 grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
 
 -- The poll: one statement (a SQL function reads with its caller's snapshot), so the snapshot it returns is the one
 -- its rows were read with. Always at least one row: with no new change (or p_previous null, the first poll), one row
 -- carrying only the snapshot, its other columns null; otherwise one row per change, in seq order, each carrying the
--- same snapshot. Pass that snapshot as p_previous to the next poll.
+-- same snapshot. Pass that snapshot as p_previous to the next poll. Call it in a transaction of its own that has
+-- written nothing (autocommit, as the login role): a transaction's own uncommitted rows are visible to it and would
+-- come in every poll it makes.
 create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot)
     returns table (
         snapshot text, seq bigint, kind text, schema_name text, table_name text, app_id uuid, topic text, event text,
@@ -223,7 +250,7 @@ create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot
     security definer
     set search_path = ''
     as $$
-    select s.snapshot::text, c.seq, c.kind, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
+    select s.snapshot::text, c.seq, c.kind::text, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
            c.record::text, c.old_record::text, c.origin,
            pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     from (select pg_catalog.pg_current_snapshot() as snapshot) as s

@@ -4,6 +4,10 @@
 -- "The request roles" are anon, authenticated, service_role and the login role guestpass_authenticator (NOINHERIT,
 -- so it shows what PUBLIC holds). Safe to include more than once (create or replace).
 --   pg_temp.executors(fn): the request roles that may EXECUTE fn, comma-separated in name order ('' for none).
+--   pg_temp.executors_unlike(expected): for each "<function>": "<roles>" of the JSON object (roles as executors
+--     writes them), '<function>: <roles that may EXECUTE it>' where they differ, in order: '{}' when every function is
+--     executable by exactly the roles given. guestpass_authenticator (NOINHERIT) holds what PUBLIC holds, so a
+--     function PUBLIC may execute differs from any list without it.
 --   pg_temp.public_may_execute(fn): whether PUBLIC itself holds EXECUTE on fn (by its ACL, or the default ACL when it
 --     has none).
 --   pg_temp.proc_traits(fn): '<name> <volatility> <security definer> <config>' of fn, e.g.
@@ -16,6 +20,12 @@
 --     key of the tables, in order.
 --   pg_temp.policies_in(schema): '<table>.<policy>' for every row-level security policy on a table of the schema, in
 --     order.
+--   pg_temp.policy_commands(table): '<policy> <command> to <role>' for every policy on the table and every role it
+--     applies to (command: select, insert, update, delete or all), in order.
+--   pg_temp.table_grants(table): '<role> <privilege>' for every table privilege a request role holds on the table,
+--     and '<role> UPDATE (<columns>)' for a role that may update only some columns, in order: a table's exact grants.
+--   pg_temp.row_security(table): 'forced' when row-level security is enabled and forced on the table, 'enabled' when
+--     only enabled, 'disabled' otherwise.
 create or replace function pg_temp.executors(p_fn regprocedure)
 returns text
 language sql
@@ -104,6 +114,71 @@ as $$
         from pg_catalog.pg_policy as p
         join pg_catalog.pg_class as c on c.oid = p.polrelid
         where c.relnamespace = p_schema
+        order by 1
+    )
+$$;
+
+create or replace function pg_temp.policy_commands(p_table regclass)
+returns text[]
+language sql
+stable
+as $$
+    select array(
+        select p.polname || ' '
+               || case p.polcmd when 'r' then 'select' when 'a' then 'insert' when 'w' then 'update'
+                                when 'd' then 'delete' else 'all' end
+               || ' to ' || pg_catalog.pg_get_userbyid(r.role)
+        from pg_catalog.pg_policy as p
+        cross join lateral unnest(p.polroles) as r (role)
+        where p.polrelid = p_table
+        order by 1
+    )
+$$;
+
+create or replace function pg_temp.row_security(p_table regclass)
+returns text
+language sql
+stable
+as $$
+    select case when c.relforcerowsecurity and c.relrowsecurity then 'forced'
+                when c.relrowsecurity then 'enabled'
+                else 'disabled' end
+    from pg_catalog.pg_class as c
+    where c.oid = p_table
+$$;
+
+create or replace function pg_temp.table_grants(p_table regclass)
+returns text[]
+language sql
+stable
+as $$
+    select array(
+        select r.rolname::text || ' ' || p.privilege
+        from pg_catalog.pg_roles as r
+        cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER'])
+            as p (privilege)
+        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
+          and pg_catalog.has_table_privilege(r.oid, p_table, p.privilege)
+        union all
+        select r.rolname::text || ' UPDATE (' || array_to_string(pg_temp.updatable_columns(p_table, r.rolname), ', ')
+               || ')'
+        from pg_catalog.pg_roles as r
+        where r.rolname in ('anon', 'authenticated', 'service_role', 'guestpass_authenticator')
+          and not pg_catalog.has_table_privilege(r.oid, p_table, 'UPDATE')
+          and cardinality(pg_temp.updatable_columns(p_table, r.rolname)) > 0
+        order by 1
+    )
+$$;
+
+create or replace function pg_temp.executors_unlike(p_expected jsonb)
+returns text[]
+language sql
+stable
+as $$
+    select array(
+        select e.key || ': ' || pg_temp.executors(e.key::regprocedure)
+        from jsonb_each_text(p_expected) as e
+        where pg_temp.executors(e.key::regprocedure) <> e.value
         order by 1
     )
 $$;

@@ -10,6 +10,10 @@
 --   pg_temp.as_anon([app]): claims of the publishable key of app X (or p_app), then set local role anon.
 --   pg_temp.as_service_role([app]): claims of the secret key of app X (or p_app; null: no app claim), then set local
 --     role service_role.
+--   pg_temp.anon_refused(table, what, insert, update): four checks (`select * from pg_temp.anon_refused(…);`) that
+--     anon of app X can neither select, insert (`insert into <table> <insert>`), update (`update <table> set
+--     <update>`) nor delete rows of the table: each is 42501, the grant wall; 'anon cannot <command> <what>'. The role
+--     is back to the caller's afterwards.
 create or replace function pg_temp.set_claims(
     p_role text, p_app uuid, p_user uuid default null, p_device uuid default null, p_session uuid default null
 )
@@ -54,3 +58,17 @@ create or replace function pg_temp.as_service_role(p_app uuid default '00000000-
 returns void
 language sql
 as $$ select pg_temp.as_role('service_role', p_app) $$;
+
+create or replace function pg_temp.anon_refused(p_table regclass, p_what text, p_insert text, p_update text)
+returns setof text
+language plpgsql
+as $$
+begin
+    perform pg_temp.as_anon();
+    return next throws_ok(format('select * from %s', p_table), '42501', null, 'anon cannot select ' || p_what);
+    return next throws_ok(format('insert into %s %s', p_table, p_insert), '42501', null, 'anon cannot insert ' || p_what);
+    return next throws_ok(format('update %s set %s', p_table, p_update), '42501', null, 'anon cannot update ' || p_what);
+    return next throws_ok(format('delete from %s', p_table), '42501', null, 'anon cannot delete ' || p_what);
+    reset role;
+end
+$$;
