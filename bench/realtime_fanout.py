@@ -263,6 +263,21 @@ def proc_ticks(pid, with_children=False):
     return ticks
 
 
+def machine_ticks():
+    """The whole machine's CPU from /proc/stat: (busy, steal) ticks summed over every CPU."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return user + nice + system + irq + softirq + steal, steal
+
+
+def children_seconds():
+    """CPU of this process's waited-for children (pgbench, psql; not the receivers, which are still running)."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def pg_ticks(postmaster):
     """The cluster's CPU: the postmaster with its reaped children, plus its live children."""
     total = proc_ticks(postmaster, with_children=True)
@@ -389,6 +404,7 @@ def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan
         assert answer.get("phase") == label, answer
     m0 = metrics(args.metrics_url)
     srv0, pg0 = proc_ticks(args.server_pid), pg_ticks(args.postmaster_pid)
+    (busy0, steal0), tools0, self0 = machine_ticks(), children_seconds(), sum(os.times()[:2])
     rcv0 = [proc_ticks(r.process.pid) for r in receivers]
     t0 = time.time()
     bench = pgbench(args, f"{scenario}-{label}-published", args.scripts[scenario]["published"], phase_number,
@@ -411,6 +427,7 @@ def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan
     t1 = time.time()
     srv1, pg1 = proc_ticks(args.server_pid), pg_ticks(args.postmaster_pid)
     rcv1 = [proc_ticks(r.process.pid) for r in receivers]
+    (busy1, steal1), tools1, self1 = machine_ticks(), children_seconds(), sum(os.times()[:2])
     m1 = metrics(args.metrics_url)
     reports = [r.ask("report", timeout=60) for r in receivers]
 
@@ -441,6 +458,11 @@ def run_phase(args, receivers, scenario, phase_number, label, rate, seconds, fan
         "p50_ms": percentile(delays, 0.50), "p95_ms": percentile(delays, 0.95), "p99_ms": percentile(delays, 0.99),
         "max_ms": delays[-1] if delays else None, "min_ms": delays[0] if delays else None,
         "server_cpu_pct": (srv1 - srv0) / TICKS / wall * 100, "pg_cpu_pct": (pg1 - pg0) / TICKS / wall * 100,
+        "writer_tools_cpu_pct": ((tools1 - tools0) + (self1 - self0)) / wall * 100,
+        # Everything else the machine ran meanwhile (other users of a shared machine), and the hypervisor's steal.
+        "others_cpu_pct": ((busy1 - busy0) - (srv1 - srv0) - (pg1 - pg0) - sum(b - a for a, b in zip(rcv0, rcv1))) / TICKS
+        / wall * 100 - ((tools1 - tools0) + (self1 - self0)) / wall * 100,
+        "steal_cpu_pct": (steal1 - steal0) / TICKS / wall * 100,
         "receiver_cpu_pct": [(b - a) / TICKS / wall * 100 for a, b in zip(rcv0, rcv1)],
         "receiver_loop_lag_p99_ms": [rep["loop_lag_p99_ms"] for rep in reports],
         "receiver_loop_lag_max_ms": [rep["loop_lag_max_ms"] for rep in reports],
@@ -533,7 +555,7 @@ def summary(args, raw):
     p(f"  delay = arrival at the client - record.created_at (clock_timestamp() in the INSERT); server polls every 100 ms; "
       f"load {raw['load_before']} -> {raw['load_after']}")
     head = (f"  {'scenario':<9} {'rate/s':>6} {'written':>7} {'delivered':>9} {'deliv/s':>8} {'lost':>4} {'extra':>5} "
-            f"{'p50 ms':>6} {'p95 ms':>6} {'p99 ms':>6} {'max ms':>6} {'server':>6} {'pg':>5} {'clients':>9} {'lag':>4} "
+            f"{'p50 ms':>6} {'p95 ms':>6} {'p99 ms':>6} {'max ms':>6} {'server':>6} {'pg':>5} {'clients':>9} {'lag':>4} {'other':>5} "
             f"| {'writer tps':>7} {'unpub':>7} {'ratio':>5} | {'lat ms':>6} {'unpub':>6} {'ratio':>5}")
     p(head)
     for s in raw["steps"]:
@@ -545,12 +567,13 @@ def summary(args, raw):
         lag = max((x for x in s["receiver_loop_lag_p99_ms"] if x is not None), default=None)
         p(f"  {s['scenario']:<9} {rate:>6} {s['written']:>7} {s['delivered']:>9} {s['delivered_per_s']:>8.1f} "
           f"{s['missing']:>4} {s['extra']:>5} {fmt(s['p50_ms']):>6} {fmt(s['p95_ms']):>6} {fmt(s['p99_ms']):>6} "
-          f"{fmt(s['max_ms']):>6} {s['server_cpu_pct']:>5.0f}% {s['pg_cpu_pct']:>4.0f}% {clients:>9} {fmt(lag):>4} "
+          f"{fmt(s['max_ms']):>6} {s['server_cpu_pct']:>5.0f}% {s['pg_cpu_pct']:>4.0f}% {clients:>9} {fmt(lag):>4} {max(0.0, s['others_cpu_pct']):>4.0f}% "
           f"| {fmt(pub['tps'], 1):>10} {fmt(unp.get('tps'), 1):>7} {fmt(tps_ratio, 2):>5} "
           f"| {fmt(pub['latency_ms'], 2):>6} {fmt(unp.get('latency_ms'), 2):>6} {fmt(lat_ratio, 2):>5}")
     p("  (lost/extra: deliveries missing or beyond one per subscriber that may see the row; CPU in % of one core over "
       "the write and its drain; clients = each receiver process; lag = p99 ms by which a receiver's event loop ran a "
-      "timer late (what the client adds); ratios published/unpublished, same rate, same run; rate max = pgbench "
+      "timer late (what the client adds); other = CPU of everything else on the machine meanwhile (a shared "
+      "machine's other users, approximate; the machine has " + str(os.cpu_count()) + " CPUs = " + str(100 * os.cpu_count()) + "%); ratios published/unpublished, same rate, same run; rate max = pgbench "
       f"-c{args.burst_clients} unthrottled)")
     for s in raw["steps"]:
         notes = []
@@ -569,7 +592,9 @@ def summary(args, raw):
         lag = max((x for x in s["receiver_loop_lag_max_ms"] if x is not None), default=None)
         if lag is not None and lag > 50:
             notes.append(f"a receiver's event loop ran up to {lag:.0f} ms late (p99 "
-                         f"{max(x for x in s['receiver_loop_lag_p99_ms'] if x is not None):.0f} ms): the client adds delay")
+                         f"{max(x for x in s['receiver_loop_lag_p99_ms'] if x is not None):.0f} ms) with the receivers at "
+                         f"{'+'.join(f'{c:.0f}' for c in s['receiver_cpu_pct'])}% CPU and other processes at "
+                         f"{s['others_cpu_pct']:.0f}%: the client adds delay")
         if notes:
             rate = "max" if s["rate"] is None else f"{s['rate']:g}/s"
             p(f"  ! {s['scenario']} @ {rate}: " + "; ".join(notes))
