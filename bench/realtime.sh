@@ -20,7 +20,13 @@
 #     of each table and the ratio captured / uncaptured (target ≥ 0.70; a ratio below it is reported, not an error).
 #     BENCH_REALTIME_FRAME=bare runs the same statements as the table owner without the request frame (no role, no
 #     claims, no row-level security: the trigger's cost against the least work a write can do).
-# (2) Fan-out: see the marked place below (not written yet).
+# (2) Fan-out: 1,000 subscribers on this machine, changes/s delivered and the delay from the writer's INSERT to the
+#     client (target: p99 ≤ 250 ms at 100 changes/s). Set-up in bench/realtime_fanout.sh, measurement in
+#     bench/realtime_fanout.py (their headers say what and how). Two scenarios: per-user (1,000 guests, each subscribed
+#     to its own readings with user_id=eq.<id>; pgbench inserts 100 readings/s of random guests: each change reaches
+#     one socket) and shared (1,000 sockets of one guest, no filter; 10 readings/s: each change reaches every socket,
+#     10,000 deliveries/s); each beside pgbench writing the same INSERT at the same rate into an unpublished copy of
+#     public.readings, and for per-user a burst as fast as pgbench goes. Raw numbers under /tmp.
 #
 # Sets up everything itself and tears it down at exit (bench/lib.sh): a throwaway cluster in .pg/bench-realtime
 # (durable: fsync and synchronous_commit on, as production runs; BENCH_DURABLE=0 for the test clusters' settings), a
@@ -28,10 +34,11 @@
 #
 # Environment: BENCH_DURATION (seconds per case and table, default 10), BENCH_ROUNDS (default 2), BENCH_CONNECTIONS
 # (default 8), BENCH_THREADS (pgbench jobs, default 2), BENCH_REALTIME_FRAME (request | bare, default request),
-# BENCH_SKIP_BUILD=1, BENCH_BIN=PATH (any build of guestpass serves the capture half: it only migrates),
-# BENCH_KEEP_CLUSTER=1, BENCH_DURABLE, BENCH_PG_CONF (bench/lib.sh). Exit status 1 when a measurement is invalid
-# (failed pgbench transactions, or a captured table whose change-log rows do not match the rows written, or an
-# uncaptured one with any).
+# BENCH_SKIP_BUILD=1, BENCH_BIN=PATH (the capture half only migrates; the fan-out serves Realtime with it),
+# BENCH_KEEP_CLUSTER=1, BENCH_DURABLE, BENCH_PG_CONF (bench/lib.sh); the fan-out's BENCH_RT_* and BENCH_PYTHON
+# (bench/realtime_fanout.sh). Exit status 1 when a measurement is invalid (failed pgbench transactions, or a captured
+# table whose change-log rows do not match the rows written, or an uncaptured one with any; a change the fan-out lost,
+# duplicated or misdelivered, or a subscriber's socket closed by the server).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -56,8 +63,7 @@ declare -A WHAT=(
 declare -A ROWS_PER_TX=([iud]=3 [insert1]=1 [insert10]=10)
 TABLES=(bench_captured bench_uncaptured)
 
-# shellcheck disable=SC2119 # no extra apt packages: pgbench only
-bench_prepare_tools
+bench_prepare_tools curl # pgbench; curl for the fan-out's server (bench_start_server)
 bench_build
 bench_begin "$ROOT/.pg/bench-realtime"
 bench_create_database
@@ -212,7 +218,10 @@ for kind in "${CASES[@]}"; do
   fi
 done
 
-# ---- (2) fan-out: 1,000 subscribers on this machine, changes/s delivered and p99 delay from commit to client
-# (target p99 ≤ 250 ms at 100 changes/s). TO BE ADDED with the server's socket: start `guestpass serve`
-# (bench_start_server), connect the subscribers, write at a fixed rate into a published table, and print the figures
-# here, after the capture half.
+# ---- (2) fan-out: 1,000 subscribers on this machine, changes/s delivered and p99 delay from the INSERT to the client
+# (target p99 ≤ 250 ms at 100 changes/s). Everything it needs is in bench/realtime_fanout.sh, on this database: the
+# unpublished copy of public.readings, the server, the guests, the writer's scripts; bench/realtime_fanout.py measures
+# and prints the table.
+# shellcheck source=bench/realtime_fanout.sh
+. "$ROOT/bench/realtime_fanout.sh"
+realtime_fanout
