@@ -49,12 +49,13 @@ import Testing
                 return PostgresPool(configuration: configuration)
             }
         ) { database, pool in
-            async let long: PostgresResult = pool.execute("SELECT pg_sleep(1.5)")
-            // The one connection is busy once the long statement runs on the server.
+            async let long: PostgresResult = pool.execute("SELECT pg_sleep(5)")
+            // The one connection is busy once the long statement runs on the server (5 s: on a loaded machine the probe
+            // below can take a second or two to see it).
             let busy = try await withShutdown(database.ownerPool(maxConnections: 1)) { probe in
                 try await eventually(timeout: .seconds(10)) {
                     try await probe.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query = 'SELECT pg_sleep(1.5)'"
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query = 'SELECT pg_sleep(5)'"
                     ).rows[0].decode(Int.self, at: 0) == 1
                 }
             }
