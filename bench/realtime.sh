@@ -15,6 +15,8 @@
 #       iud      insert one row (RETURNING id), update it, delete it: three captured rows per transaction
 #       insert1  insert one row
 #       insert10 insert ten rows in one statement
+#       delete10 insert ten rows in one statement, then delete those ten in one statement: 20 captured rows per
+#                transaction (the delete's share is delete10's cost less insert10's)
 #     Each case runs BENCH_ROUNDS rounds of BENCH_DURATION / BENCH_ROUNDS seconds per table, alternating which table
 #     goes first, so both see the same machine; tps = transactions / seconds summed over the rounds. Printed: the tps
 #     of each table and the ratio captured / uncaptured (target ≥ 0.70; a ratio below it is reported, not an error).
@@ -54,13 +56,14 @@ ROUND_SECONDS=$((DURATION / ROUNDS))
 FRAME="${BENCH_REALTIME_FRAME:-request}"
 [[ "$FRAME" =~ ^(request|bare)$ ]] || gp_die "BENCH_REALTIME_FRAME must be request or bare"
 
-CASES=(iud insert1 insert10)
+CASES=(iud insert1 insert10 delete10)
 declare -A WHAT=(
   [iud]='insert one row, update it, delete it (3 captured rows per transaction)'
   [insert1]='insert one row'
   [insert10]='insert ten rows in one statement'
+  [delete10]='insert ten rows in one statement, delete them in one statement (20 captured rows per transaction)'
 )
-declare -A ROWS_PER_TX=([iud]=3 [insert1]=1 [insert10]=10)
+declare -A ROWS_PER_TX=([iud]=3 [insert1]=1 [insert10]=10 [delete10]=20)
 TABLES=(bench_captured bench_uncaptured)
 
 bench_prepare_tools curl # pgbench; curl for the fan-out's server (bench_start_server)
@@ -119,6 +122,10 @@ for table in "${TABLES[@]}"; do
           ;;
         insert10)
           echo "INSERT INTO public.$table (${owner_cols}kind, content) SELECT ${owner_vals}'face', jsonb_build_object('n', g) FROM generate_series(1, 10) AS g;"
+          ;;
+        delete10)
+          echo "WITH written AS (INSERT INTO public.$table (${owner_cols}kind, content) SELECT ${owner_vals}'face', jsonb_build_object('n', g) FROM generate_series(1, 10) AS g RETURNING id) SELECT array_agg(id) AS ids FROM written \\gset"
+          echo "DELETE FROM public.$table WHERE id = ANY (':ids'::uuid[]);"
           ;;
       esac
       echo "COMMIT;"

@@ -1107,52 +1107,57 @@ $$;
 COMMENT ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) IS 'GuestPass internal: raises PT429 ''rate limit exceeded'' with the whole seconds to wait (rounded up) as detail when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server turns it into HTTP 429 with Retry-After.';
 
 --
+-- Name: realtime_app_id(jsonb); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_app_id(p_image jsonb) RETURNS uuid
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    select case when p_image ->> 'app_id' ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
+                then (p_image ->> 'app_id')::uuid
+           end
+$_$;
+
+--
+-- Name: FUNCTION realtime_app_id(p_image jsonb); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_app_id(p_image jsonb) IS 'GuestPass internal (the capture triggers): p_image''s app_id as a uuid when it is a canonical uuid (any case), else null; never raises. Inlinable: one expression, no SET clause.';
+
+--
 -- Name: realtime_capture(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
 CREATE FUNCTION guestpass.realtime_capture() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
     v_record jsonb;
     v_old jsonb;
-    v_app text;
 begin
     if pg_catalog.pg_column_size(NEW) > 262144 or pg_catalog.pg_column_size(OLD) > 262144 then
         -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
-        begin
-            v_record := pg_catalog.to_jsonb(NEW);
-        exception when others then
-            v_record := null;
-        end;
-        begin
-            v_old := pg_catalog.to_jsonb(OLD);
-        exception when others then
-            v_old := null;
-        end;
+        v_record := guestpass.realtime_image(NEW);
+        v_old := guestpass.realtime_image(OLD);
     else
         v_record := pg_catalog.to_jsonb(NEW);
         v_old := pg_catalog.to_jsonb(OLD);
     end if;
-    v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
         TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
-        case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
-             then v_app::uuid
-        end,
-        v_record, v_old
+        guestpass.realtime_app_id(coalesce(v_record, v_old)), v_record, v_old
     );
     return null;
 end
-$_$;
+$$;
 
 --
 -- Name: FUNCTION realtime_capture(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
+COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the row trigger guestpass_realtime_capture (AFTER … FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication, for UPDATE (and for every published event on a partitioned table, a partition or a table with inheritance parents or children): one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 
 --
 -- Name: realtime_capture_state(); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1161,39 +1166,154 @@ COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the tri
 CREATE FUNCTION guestpass.realtime_capture_state() RETURNS TABLE(table_oid oid, wanted boolean, present boolean, current boolean)
     LANGUAGE sql STABLE
     AS $$
-    with publication as (
-        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-               | (case when p.pubupdate then 16 else 0 end) as tgtype
-        from pg_catalog.pg_publication as p
-        where p.pubname = 'supabase_realtime'
-    ),
-    wanted as (
-        select c.oid
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        where pt.pubname = 'supabase_realtime'
-          and (select p.tgtype from publication as p) <> 1
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-    ),
-    present as (
-        select t.tgrelid as oid,
-               t.tgtype = (select p.tgtype from publication as p)
-               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
-        from pg_catalog.pg_trigger as t
-        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-    )
-    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
-    from wanted as w
-    full join present as p on p.oid = w.oid
+    select t.table_oid, pg_catalog.bool_or(t.wanted), pg_catalog.bool_or(t.present), pg_catalog.bool_and(t.current)
+    from guestpass.realtime_capture_triggers() as t
+    group by t.table_oid
 $$;
 
 --
 -- Name: FUNCTION realtime_capture_state(); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.realtime_capture_state() IS 'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the published insert/update/delete events, guestpass.realtime_capture(), enabled).';
+COMMENT ON FUNCTION guestpass.realtime_capture_state() IS 'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas never) or carrying a capture trigger (present), and whether it carries exactly the wanted capture triggers, each current (guestpass.realtime_capture_triggers).';
+
+--
+-- Name: realtime_capture_statement(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_capture_statement() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+    if TG_OP = 'INSERT' then
+        insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record)
+        select 'INSERT', TG_TABLE_SCHEMA, TG_TABLE_NAME, guestpass.realtime_app_id(i.image), i.image
+        from (
+            select case when pg_catalog.pg_column_size(r) > 262144 then guestpass.realtime_image(r)
+                        else pg_catalog.to_jsonb(r)
+                   end as image
+            from new_rows as r
+            offset 0
+        ) as i;
+    else
+        insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, old_record)
+        select 'DELETE', TG_TABLE_SCHEMA, TG_TABLE_NAME, guestpass.realtime_app_id(i.image), i.image
+        from (
+            select case when pg_catalog.pg_column_size(r) > 262144 then guestpass.realtime_image(r)
+                        else pg_catalog.to_jsonb(r)
+                   end as image
+            from old_rows as r
+            offset 0
+        ) as i;
+    end if;
+    return null;
+end
+$$;
+
+--
+-- Name: FUNCTION realtime_capture_statement(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_capture_statement() IS 'GuestPass internal: the statement triggers guestpass_realtime_capture_insert (AFTER INSERT REFERENCING NEW TABLE AS new_rows) and guestpass_realtime_capture_delete (AFTER DELETE REFERENCING OLD TABLE AS old_rows, FOR EACH STATEMENT) that guestpass_server.realtime_sync() puts on each ordinary table of the supabase_realtime publication: one row in guestpass.realtime_changes per inserted or deleted row, in the statement''s order (record = the new row, or old_record = the full old row, as JSON; app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of a row: an image jsonb cannot hold (over 255 MB) is captured as null.';
+
+--
+-- Name: realtime_capture_triggers(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_capture_triggers() RETURNS TABLE(table_oid oid, trigger_name name, wanted boolean, present boolean, current boolean, definition text)
+    LANGUAGE sql STABLE
+    AS $$
+    with publication as (
+        select p.pubinsert, p.pubupdate, p.pubdelete,
+               pg_catalog.concat_ws(' or ', case when p.pubinsert then 'insert' end,
+                                    case when p.pubupdate then 'update' end, case when p.pubdelete then 'delete' end)
+                   as events
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime' and (p.pubinsert or p.pubupdate or p.pubdelete)
+    ),
+    published as (
+        -- by_statement: an ordinary table in no partition or inheritance tree.
+        select c.oid,
+               c.relkind = 'r' and not c.relispartition
+               and not exists (select from pg_catalog.pg_inherits as i where c.oid in (i.inhrelid, i.inhparent))
+                   as by_statement
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    wanted as (
+        -- tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16); AFTER is 0.
+        select p.oid, w.name, w.tgtype, w.events, w.old_table, w.new_table, w.function
+        from published as p
+        cross join publication as u
+        cross join lateral (values
+            ('guestpass_realtime_capture_insert'::name, 4, 'insert', null::name, 'new_rows'::name,
+             'guestpass.realtime_capture_statement()'::pg_catalog.regprocedure, p.by_statement and u.pubinsert),
+            ('guestpass_realtime_capture_delete'::name, 8, 'delete', 'old_rows'::name, null::name,
+             'guestpass.realtime_capture_statement()'::pg_catalog.regprocedure, p.by_statement and u.pubdelete),
+            ('guestpass_realtime_capture'::name, 1 | 16, 'update', null::name, null::name,
+             'guestpass.realtime_capture()'::pg_catalog.regprocedure, p.by_statement and u.pubupdate),
+            ('guestpass_realtime_capture'::name,
+             1 | (case when u.pubinsert then 4 else 0 end) | (case when u.pubdelete then 8 else 0 end)
+               | (case when u.pubupdate then 16 else 0 end),
+             u.events, null::name, null::name,
+             'guestpass.realtime_capture()'::pg_catalog.regprocedure, not p.by_statement)
+        ) as w (name, tgtype, events, old_table, new_table, function, wanted)
+        where w.wanted
+    ),
+    present as (
+        select t.tgrelid as oid, t.tgname as name, t.tgtype, t.tgoldtable, t.tgnewtable, t.tgfoid, t.tgenabled
+        from pg_catalog.pg_trigger as t
+        where t.tgname in ('guestpass_realtime_capture', 'guestpass_realtime_capture_insert',
+                           'guestpass_realtime_capture_delete')
+          and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), coalesce(w.name, p.name), w.oid is not null, p.oid is not null,
+           coalesce(p.tgtype = w.tgtype and p.tgfoid = w.function and p.tgenabled <> 'D'
+                    and p.tgoldtable is not distinct from w.old_table and p.tgnewtable is not distinct from w.new_table,
+                    false),
+           case when w.oid is not null then pg_catalog.format(
+               'create or replace trigger %I after %s on %s%s for each %s execute function %s',
+               w.name, w.events, w.oid::pg_catalog.regclass,
+               case when w.new_table is not null then pg_catalog.format(' referencing new table as %I', w.new_table)
+                    when w.old_table is not null then pg_catalog.format(' referencing old table as %I', w.old_table)
+                    else ''
+               end,
+               case when w.tgtype & 1 = 1 then 'row' else 'statement' end, w.function
+           ) end
+    from wanted as w
+    full join present as p on p.oid = w.oid and p.name = w.name
+$$;
+
+--
+-- Name: FUNCTION realtime_capture_triggers(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_capture_triggers() IS 'GuestPass internal (realtime_sync): one row per table and capture trigger (guestpass_realtime_capture, _insert, _delete) that a table published in supabase_realtime should carry (wanted; GuestPass''s own schemas never) or carries (present); current when present as wanted (events, row or statement, transition table, function, enabled); definition: the create or replace trigger statement of a wanted one.';
+
+--
+-- Name: realtime_image(anyelement); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.realtime_image(p_row anyelement) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+    return pg_catalog.to_jsonb(p_row);
+exception when others then
+    return null;
+end
+$$;
+
+--
+-- Name: FUNCTION realtime_image(p_row anyelement); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.realtime_image(p_row anyelement) IS 'GuestPass internal (the capture triggers, for rows over 256 KiB as stored): to_jsonb(p_row), or null when it fails (an image over 255 MB as JSON).';
 
 --
 -- Name: realtime_presence_meta(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -2491,36 +2611,33 @@ CREATE FUNCTION guestpass_server.realtime_sync() RETURNS TABLE(schema_name text,
     AS $$
 declare
     v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
-    v_events text;
     v_table record;
+    v_statement text;
 begin
     -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
     perform pg_catalog.set_config('lock_timeout', '30s', true);
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
     perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
-                     case when p.pubdelete then 'delete' end)
-    into v_events
-    from pg_catalog.pg_publication as p
-    where p.pubname = 'supabase_realtime';
-
     for v_table in
-        select s.table_oid::pg_catalog.regclass as name, s.wanted
-        from guestpass.realtime_capture_state() as s
-        where not (s.wanted and s.current)
+        -- Each table whose triggers differ from the wanted ones: create (or replace) the wanted ones that are not
+        -- current, drop the unwanted ones.
+        select t.table_oid::pg_catalog.regclass as name, pg_catalog.bool_or(t.wanted) as wanted,
+               pg_catalog.array_agg(
+                   case when t.wanted then t.definition
+                        else pg_catalog.format('drop trigger if exists %I on %s', t.trigger_name,
+                                               t.table_oid::pg_catalog.regclass)
+                   end
+                   order by t.trigger_name
+               ) filter (where not t.current) as statements
+        from guestpass.realtime_capture_triggers() as t
+        group by t.table_oid
+        having not pg_catalog.bool_and(t.current)
     loop
         begin
-            if v_table.wanted then
-                -- create or replace also re-enables a disabled trigger and changes its events.
-                execute pg_catalog.format(
-                    'create or replace trigger guestpass_realtime_capture after %s on %s '
-                    'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.name
-                );
-            else
-                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
-            end if;
+            foreach v_statement in array v_table.statements loop
+                execute v_statement;
+            end loop;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
                 case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
@@ -2543,7 +2660,7 @@ $$;
 -- Name: FUNCTION realtime_sync(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.realtime_sync() IS 'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), in order: subscribe only to these.';
+COMMENT ON FUNCTION guestpass_server.realtime_sync() IS 'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture triggers on every table of the supabase_realtime publication, for the events it publishes (guestpass_realtime_capture_insert and _delete, statement triggers with transition tables, and the row trigger guestpass_realtime_capture for UPDATE; the row trigger alone, for every event, on partitioned tables, partitions and tables with inheritance), and removes them from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables (schema_name, table_name), in order: subscribe only to these.';
 
 --
 -- Name: redeem_account_code(text, text, text, jsonb, text, text, uuid, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -5356,6 +5473,12 @@ REVOKE ALL ON FUNCTION guestpass.quota_state(p_user uuid, p_at timestamp with ti
 REVOKE ALL ON FUNCTION guestpass.raise_rate_limited(p_wait_seconds double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION realtime_app_id(p_image jsonb); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_app_id(p_image jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION realtime_capture(); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -5366,6 +5489,24 @@ REVOKE ALL ON FUNCTION guestpass.realtime_capture() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.realtime_capture_state() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_capture_statement(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_capture_statement() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_capture_triggers(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_capture_triggers() FROM PUBLIC;
+
+--
+-- Name: FUNCTION realtime_image(p_row anyelement); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.realtime_image(p_row anyelement) FROM PUBLIC;
 
 --
 -- Name: FUNCTION realtime_presence_meta(p_meta jsonb, p_ref text); Type: ACL; Schema: guestpass; Owner: -

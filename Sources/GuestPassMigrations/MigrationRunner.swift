@@ -220,7 +220,7 @@ public struct MigrationRunner: Sendable {
     }
 
     /// Realtime capture follows the publication: once the files have run (an app's migration may have added a table
-    /// to `supabase_realtime`), `guestpass_server.realtime_sync()` puts the capture trigger on exactly the published
+    /// to `supabase_realtime`), `guestpass_server.realtime_sync()` puts the capture triggers on exactly the published
     /// tables (sql/migrations/repeatable/13_realtime.sql). It runs after every `up`, whatever was applied, so the
     /// triggers match the publication when migrate returns; it changes nothing when they already do. Skipped when the
     /// core that defines it is not there (a database with only an app's files). A failure is logged, not thrown: the

@@ -8,7 +8,7 @@
 -- transaction takes realtime_sync's advisory lock or changes the publication (the other sessions need both).
 -- Everything else runs in this transaction, rolled back at the end. Fixtures: app X, user A (lib/fixtures.sql).
 begin;
-select plan(100);
+select plan(126);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -138,6 +138,64 @@ select is(
 select from dblink_exec('rt_b', 'delete from public.rt_probe where id = 2');
 select is(pg_temp.rt_next(), 'DELETE:2', 'a delete comes with its old row');
 
+-- The statement triggers (INSERT, DELETE) behind a waiting writer: rt_b's delete waits for rt_a's update of the row,
+-- rt_b's insert of a key waits for rt_a's transaction that inserts and deletes that key; each is logged after the
+-- changes it waited for.
+select from dblink_exec('rt_a', 'begin');
+select from dblink_exec('rt_a', 'update public.rt_probe set v = ''third'' where id = 4');
+select from dblink_send_query('rt_b', 'delete from public.rt_probe where id = 4');
+select ok(pg_temp.rt_blocked((select pid from rt_backend where name = 'rt_b')), 'a delete of a row being updated waits');
+select from dblink_exec('rt_a', 'commit');
+select is((select status from dblink_get_result('rt_b') as t (status text)), 'DELETE 1', 'and deletes it once the update commits');
+select from dblink_get_result('rt_b') as t (status text);
+select from dblink_exec('rt_a', 'begin');
+select from dblink_exec('rt_a', 'insert into public.rt_probe (id, v) values (6, ''new'')');
+select from dblink_send_query('rt_b', 'insert into public.rt_probe (id, v) values (6, ''again'') on conflict (id) do nothing');
+select ok(pg_temp.rt_blocked((select pid from rt_backend where name = 'rt_b')), 'an insert of a key being inserted waits');
+select from dblink_exec('rt_a', 'delete from public.rt_probe where id = 6');
+select from dblink_exec('rt_a', 'commit');
+select is((select status from dblink_get_result('rt_b') as t (status text)), 'INSERT 0 1', 'and inserts it once the first writer''s delete commits');
+select from dblink_get_result('rt_b') as t (status text);
+select is(pg_temp.rt_next(), 'UPDATE:4 DELETE:4 INSERT:6 DELETE:6 INSERT:6', 'all in one poll, each after the change it waited for');
+select is(
+    (select array_agg(coalesce(record, old_record)::jsonb ->> 'v' order by seq)
+     from rt_polls where n = (select max(n) from rt_polls) and table_name = 'rt_probe'),
+    array['third', 'third', 'new', 'new', 'again'],
+    'the delete carries the updated row, the second insert its own'
+);
+
+-- A multi-row INSERT and a multi-row DELETE: each row once, in the order the statement wrote it, with its app_id, all
+-- in the same poll.
+select from dblink_exec('rt_b', $$insert into public.rt_probe (id, app_id, v) values
+    (12, '00000000-0000-4000-8000-0000000000f1', 'a'), (10, null, 'b'), (11, '00000000-0000-4000-8000-0000000000f2', 'c')$$);
+select is(pg_temp.rt_next(), 'INSERT:12 INSERT:10 INSERT:11', 'a three-row insert comes in one poll, in the statement''s order');
+select is(
+    (select array_agg(format('%s %s', c.record ->> 'id', coalesce(c.app_id::text, 'null')) order by p.seq)
+     from rt_polls as p join guestpass.realtime_changes as c on c.seq = p.seq
+     where p.n = (select max(n) from rt_polls) and p.table_name = 'rt_probe'),
+    array['12 00000000-0000-4000-8000-0000000000f1', '10 null', '11 00000000-0000-4000-8000-0000000000f2'],
+    'each row with its app_id'
+);
+create temporary table rt_deleted as
+select t.id::text, t.ord
+from rows from (dblink('rt_b', 'delete from public.rt_probe where id >= 10 returning id') as (id int))
+     with ordinality as t (id, ord);
+select is(
+    pg_temp.rt_next(),
+    (select string_agg('DELETE:' || id, ' ' order by ord) from rt_deleted),
+    'a three-row delete comes in one poll, in the order it deleted the rows (as RETURNING answers them)'
+);
+select is(
+    (select array_agg(format('%s %s %s', c.old_record ->> 'v', coalesce(c.app_id::text, 'null'), c.record is null) order by p.seq)
+     from rt_polls as p join guestpass.realtime_changes as c on c.seq = p.seq
+     where p.n = (select max(n) from rt_polls) and p.table_name = 'rt_probe'),
+    (select array_agg(format('%s %s t', x.v, coalesce(x.a, 'null')) order by d.ord)
+     from rt_deleted as d
+     join (values ('12', 'a', '00000000-0000-4000-8000-0000000000f1'), ('10', 'b', null),
+                  ('11', 'c', '00000000-0000-4000-8000-0000000000f2')) as x (id, v, a) on x.id = d.id),
+    'each with its whole old row and app_id'
+);
+
 -- Presence leases expired on several replicas at once: each lease is removed, and its leave logged, exactly once.
 select from dblink_exec('rt_a', 'delete from guestpass.realtime_presence where topic = ''rt:room''');
 select is(
@@ -207,7 +265,7 @@ returns boolean
 language sql
 as $$
     select exists (select 1 from pg_trigger as t join pg_class as c on c.oid = t.tgrelid
-                   where c.relname = 'rt_probe' and t.tgname = 'guestpass_realtime_capture')
+                   where c.relname = 'rt_probe' and t.tgname like 'guestpass\_realtime\_capture%')
 $$;
 select from dblink_exec('rt_b', 'begin');
 select from dblink_exec('rt_b', 'lock table public.rt_probe in row exclusive mode');
@@ -229,7 +287,8 @@ select from rt_backend as b cross join lateral dblink_disconnect(b.name);
 
 -- ---------------------------------------------------------------- part 2: which tables are captured
 
--- The tables in the publication, and those with the capture trigger (not its clones on partitions), as schema.table.
+-- The tables in the publication, and those with a capture trigger (not its clones on partitions), as schema.table; a
+-- table's capture triggers, as pg_get_triggerdef writes them, by name.
 create function pg_temp.rt_published()
 returns text[]
 language sql
@@ -245,7 +304,16 @@ as $$
                  from pg_trigger as t
                  join pg_class as c on c.oid = t.tgrelid
                  join pg_namespace as n on n.oid = c.relnamespace
-                 where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0 order by 1)
+                 where t.tgname like 'guestpass\_realtime\_capture%' and t.tgparentid = 0
+                 group by n.nspname, c.relname order by 1)
+$$;
+create function pg_temp.rt_triggers(p_table regclass)
+returns text[]
+language sql
+as $$
+    select array(select pg_get_triggerdef(t.oid) || case when t.tgenabled = 'D' then ' (disabled)' else '' end
+                 from pg_trigger as t
+                 where t.tgrelid = p_table and t.tgname like 'guestpass\_realtime\_capture%' order by t.tgname)
 $$;
 create function pg_temp.rt_synced()
 returns text[]
@@ -282,41 +350,60 @@ select is(
 );
 select is(pg_temp.rt_triggered(), pg_temp.rt_published(), 'the trigger is again on exactly the published tables');
 select is(
-    (select pg_get_triggerdef(t.oid) from pg_trigger as t
-     where t.tgrelid = 'public.rt_local'::regclass and t.tgname = 'guestpass_realtime_capture'),
-    'CREATE TRIGGER guestpass_realtime_capture AFTER INSERT OR DELETE OR UPDATE ON public.rt_local FOR EACH ROW '
-    || 'EXECUTE FUNCTION guestpass.realtime_capture()',
-    'it is an AFTER INSERT OR UPDATE OR DELETE row trigger calling guestpass.realtime_capture()'
+    pg_temp.rt_triggers('public.rt_local'),
+    array[
+        'CREATE TRIGGER guestpass_realtime_capture AFTER UPDATE ON public.rt_local FOR EACH ROW '
+        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
+        'CREATE TRIGGER guestpass_realtime_capture_delete AFTER DELETE ON public.rt_local REFERENCING OLD TABLE AS '
+        || 'old_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()',
+        'CREATE TRIGGER guestpass_realtime_capture_insert AFTER INSERT ON public.rt_local REFERENCING NEW TABLE AS '
+        || 'new_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'
+    ],
+    'an ordinary table gets statement triggers with a transition table for INSERT and for DELETE, a row trigger for UPDATE'
 );
 create temporary table rt_trigger_rows as
-select t.tgrelid, t.ctid::text as tuple from pg_trigger as t where t.tgname = 'guestpass_realtime_capture';
+select t.tgrelid, t.tgname, t.ctid::text as tuple from pg_trigger as t where t.tgname like 'guestpass\_realtime\_capture%';
 select is(
     pg_temp.rt_synced(),
     array['public.device_logs', 'public.reading_notes', 'public.readings', 'public.rt_local', 'public.rt_noapp'],
     'a second sync answers the same'
 );
 select set_eq(
-    'select t.tgrelid, t.ctid::text as tuple from pg_trigger as t where t.tgname = ''guestpass_realtime_capture''',
-    'select tgrelid, tuple from rt_trigger_rows',
+    'select t.tgrelid, t.tgname, t.ctid::text as tuple from pg_trigger as t where t.tgname like ''guestpass\_realtime\_capture%''',
+    'select tgrelid, tgname, tuple from rt_trigger_rows',
     'and changes no trigger'
 );
 
+-- A table published for only some events gets the triggers of those only.
 alter publication supabase_realtime set (publish = 'insert');
 select from pg_temp.rt_synced();
 select is(
-    (select pg_get_triggerdef(t.oid) from pg_trigger as t
-     where t.tgrelid = 'public.rt_local'::regclass and t.tgname = 'guestpass_realtime_capture'),
-    'CREATE TRIGGER guestpass_realtime_capture AFTER INSERT ON public.rt_local FOR EACH ROW '
-    || 'EXECUTE FUNCTION guestpass.realtime_capture()',
-    'the trigger''s events follow the publication''s publish setting'
+    pg_temp.rt_triggers('public.rt_local'),
+    array['CREATE TRIGGER guestpass_realtime_capture_insert AFTER INSERT ON public.rt_local REFERENCING NEW TABLE AS '
+          || 'new_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'],
+    'the triggers follow the publication''s publish setting: insert only'
+);
+alter publication supabase_realtime set (publish = 'update, delete');
+select from pg_temp.rt_synced();
+select is(
+    pg_temp.rt_triggers('public.rt_local'),
+    array[
+        'CREATE TRIGGER guestpass_realtime_capture AFTER UPDATE ON public.rt_local FOR EACH ROW '
+        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
+        'CREATE TRIGGER guestpass_realtime_capture_delete AFTER DELETE ON public.rt_local REFERENCING OLD TABLE AS '
+        || 'old_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'
+    ],
+    'update and delete only'
 );
 alter publication supabase_realtime set (publish = 'insert, update, delete, truncate');
-alter table public.rt_local disable trigger guestpass_realtime_capture;
+select ok('public.rt_local' = any (pg_temp.rt_synced()), 'and all three again');
+alter table public.rt_local disable trigger guestpass_realtime_capture_insert;
 select ok('public.rt_local' = any (pg_temp.rt_synced()), 'a sync captures a table whose trigger was disabled again');
 select is(
-    (select t.tgenabled::text || ' ' || t.tgtype from pg_trigger as t
-     where t.tgrelid = 'public.rt_local'::regclass and t.tgname = 'guestpass_realtime_capture'),
-    'O 29', 'enabled, for insert, update and delete again'
+    array(select t.tgname || ' ' || t.tgenabled::text || ' ' || t.tgtype from pg_trigger as t
+          where t.tgrelid = 'public.rt_local'::regclass and t.tgname like 'guestpass\_realtime\_capture%' order by 1),
+    array['guestpass_realtime_capture O 17', 'guestpass_realtime_capture_delete O 8', 'guestpass_realtime_capture_insert O 4'],
+    'every trigger enabled, for insert, update and delete'
 );
 
 alter publication supabase_realtime drop table public.rt_noapp;
@@ -325,7 +412,8 @@ select is(
     array['public.device_logs', 'public.reading_notes', 'public.readings', 'public.rt_local'],
     'a table that left the publication is no longer captured'
 );
-select is(pg_temp.rt_triggered(), pg_temp.rt_published(), 'its trigger is gone');
+select is(pg_temp.rt_triggered(), pg_temp.rt_published(), 'its triggers are gone');
+select is(pg_temp.rt_triggers('public.rt_noapp'), '{}'::text[], 'all three');
 
 -- A FOR ALL TABLES publication captures every table, never GuestPass's own.
 set local client_min_messages = error; -- not "wal_level is insufficient to publish logical changes": we decode nothing
@@ -431,6 +519,36 @@ select is(
     array['INSERT 00000000-0000-4000-8000-0000000000f1 00000000-0000-4000-8000-00000000000a'],
     'its row is captured with its app and user'
 );
+-- Multi-row statements of the request role: one INSERT of two rows, one DELETE of its three (the order it deleted them
+-- in, as RETURNING answers them, into rt_deleted_ids).
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a');
+insert into public.readings (id, kind) values
+    ('00000000-0000-4000-8000-00000000a004', 'face'), ('00000000-0000-4000-8000-00000000a003', 'palm');
+with gone as (delete from public.readings returning id) select string_agg(id::text, ' ') as rt_deleted_ids from gone \gset
+reset role;
+drop table rt_rows;
+create temporary table rt_rows as select * from pg_temp.rt_new();
+select is(
+    (select array_agg(format('%s %s %s', kind, coalesce(record, old_record) ->> 'id', app_id) order by seq)
+     from rt_rows where kind = 'INSERT'),
+    array['INSERT 00000000-0000-4000-8000-00000000a004 00000000-0000-4000-8000-0000000000f1',
+          'INSERT 00000000-0000-4000-8000-00000000a003 00000000-0000-4000-8000-0000000000f1'],
+    'its two-row insert is captured once per row, in the statement''s order, with the app'
+);
+select is(
+    (select string_agg(old_record ->> 'id', ' ' order by seq) from rt_rows where kind = 'DELETE'),
+    :'rt_deleted_ids',
+    'its three-row delete once per row, in the order it deleted them'
+);
+select ok(
+    (select count(*) = 3 and bool_and(app_id = '00000000-0000-4000-8000-0000000000f1' and record is null
+                                      and old_record ->> 'user_id' = '00000000-0000-4000-8000-00000000000a')
+     from rt_rows where kind = 'DELETE'),
+    'each with its app and whole old row'
+);
+select ok(
+    (select max(seq) - min(seq) = 4 from rt_rows), 'five consecutive seqs: nothing else was logged in between'
+);
 
 -- app_id: the row's app_id when it is a uuid; anything else, or no such column, gives null and never an error.
 select lives_ok(
@@ -457,6 +575,28 @@ select is(
     'a table without app_id is captured with a null app_id'
 );
 
+-- A row over 256 KiB (here 640,000 characters of hex, about as large stored) is converted by guestpass.realtime_image
+-- under its exception block, by either trigger; the others are not; each image is whole.
+set local track_functions = 'pl';
+insert into public.rt_noapp (id, body)
+values (3, (select string_agg(md5(g::text), '') from generate_series(1, 20000) as g)), (4, 'small');
+update public.rt_noapp set body = body || 'x' where id = 3;
+delete from public.rt_noapp where id in (3, 4);
+select is(
+    (select array_agg(format('%s %s %s %s', kind, coalesce(record, old_record) ->> 'id',
+                             length(record ->> 'body'), length(old_record ->> 'body'))
+                      order by kind, coalesce(record, old_record) ->> 'id')
+     from pg_temp.rt_new()),
+    array['INSERT 3 640000 ', 'INSERT 4 5 ', 'UPDATE 3 640001 640000', 'DELETE 3  640001', 'DELETE 4  5'],
+    'a large row is captured whole at its insert, update and delete, beside a small one of the same statement'
+);
+select is(
+    (select calls from pg_stat_xact_user_functions where funcid = 'guestpass.realtime_image(anyelement)'::regprocedure),
+    4::bigint,
+    'through guestpass.realtime_image: at its insert, its update (new and old row) and its delete, never the small row'
+);
+reset track_functions;
+
 -- A rolled-back savepoint takes its capture rows with it.
 savepoint before_write;
 insert into public.rt_local (id) values (10);
@@ -468,6 +608,62 @@ alter publication supabase_realtime drop table public.rt_noapp;
 select from pg_temp.rt_synced();
 insert into public.rt_noapp (id, body) values (2, 'y');
 select is((select count(*)::int from pg_temp.rt_new()), 0, 'a table that left the publication is no longer captured');
+
+-- A partition, a partitioned table, a table with inheritance parents or children: the row trigger alone, for every
+-- event (a statement trigger fires only on the table a statement names). Published without
+-- publish_via_partition_root, a partitioned table is captured on its partitions; rt_parent brings its child rt_kid.
+create table public.rt_part (id int primary key, app_id uuid, v text) partition by range (id);
+create table public.rt_part_1 partition of public.rt_part for values from (0) to (100);
+create table public.rt_parent (id int primary key, app_id uuid, v text);
+create table public.rt_kid (extra int, primary key (id)) inherits (public.rt_parent);
+create table public.rt_lone (id int primary key, app_id uuid, v text);
+alter publication supabase_realtime add table public.rt_part, public.rt_parent, public.rt_lone;
+select is(
+    array(select x from unnest(pg_temp.rt_synced()) as x where x like 'public.rt\_%' order by 1),
+    array['public.rt_kid', 'public.rt_local', 'public.rt_lone', 'public.rt_parent', 'public.rt_part_1'],
+    'a published partitioned table is captured on its partition, an inheritance parent with its child'
+);
+select is(
+    array(select unnest(pg_temp.rt_triggers(t))
+          from unnest(array['public.rt_part', 'public.rt_part_1', 'public.rt_parent', 'public.rt_kid']::regclass[]) as t),
+    array[
+        'CREATE TRIGGER guestpass_realtime_capture AFTER INSERT OR DELETE OR UPDATE ON public.rt_part_1 FOR EACH ROW '
+        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
+        'CREATE TRIGGER guestpass_realtime_capture AFTER INSERT OR DELETE OR UPDATE ON public.rt_parent FOR EACH ROW '
+        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
+        'CREATE TRIGGER guestpass_realtime_capture AFTER INSERT OR DELETE OR UPDATE ON public.rt_kid FOR EACH ROW '
+        || 'EXECUTE FUNCTION guestpass.realtime_capture()'
+    ],
+    'each with the row trigger alone, for every event'
+);
+insert into public.rt_part (id, app_id, v) values (2, '00000000-0000-4000-8000-0000000000f1', 'a'), (1, null, 'b');
+insert into public.rt_kid (id, v, extra) values (5, 'k', 7);
+delete from public.rt_parent where id = 5;
+select is(
+    (select array_agg(format('%s %s %s %s', kind, table_name, coalesce(record, old_record), coalesce(app_id::text, 'null'))
+                      order by seq)
+     from pg_temp.rt_new()),
+    array['INSERT rt_part_1 {"v": "a", "id": 2, "app_id": "00000000-0000-4000-8000-0000000000f1"} 00000000-0000-4000-8000-0000000000f1',
+          'INSERT rt_part_1 {"v": "b", "id": 1, "app_id": null} null',
+          'INSERT rt_kid {"v": "k", "id": 5, "extra": 7, "app_id": null} null',
+          'DELETE rt_kid {"v": "k", "id": 5, "extra": 7, "app_id": null} null'],
+    'rows written through the partitioned table or the parent are captured once each, whole, as their own table''s'
+);
+-- A captured ordinary table that becomes a partition gets the row trigger at the next sync.
+alter table public.rt_part attach partition public.rt_lone for values from (100) to (200);
+select ok('public.rt_lone' = any (pg_temp.rt_synced()), 'a published table attached as a partition is still captured');
+select is(
+    pg_temp.rt_triggers('public.rt_lone'),
+    array['CREATE TRIGGER guestpass_realtime_capture AFTER INSERT OR DELETE OR UPDATE ON public.rt_lone FOR EACH ROW '
+          || 'EXECUTE FUNCTION guestpass.realtime_capture()'],
+    'by the row trigger alone, from the next sync'
+);
+insert into public.rt_part (id, v) values (150, 'routed'), (3, 'not routed there');
+select is(
+    (select array_agg(format('%s %s %s', kind, table_name, record ->> 'id') order by seq) from pg_temp.rt_new()),
+    array['INSERT rt_lone 150', 'INSERT rt_part_1 3'],
+    'so the rows routed to it through the root are captured'
+);
 
 -- ---------------------------------------------------------------- part 4: the poll within one transaction
 
@@ -661,8 +857,12 @@ select is(
         order by 1
     ),
     array[
+        'guestpass.realtime_app_id(jsonb) ',
         'guestpass.realtime_capture() ',
         'guestpass.realtime_capture_state() ',
+        'guestpass.realtime_capture_statement() ',
+        'guestpass.realtime_capture_triggers() ',
+        'guestpass.realtime_image(anyelement) ',
         'guestpass.realtime_presence_meta(jsonb,text) ',
         'guestpass_server.realtime_broadcast(uuid,text,text,jsonb,uuid) guestpass_authenticator',
         'guestpass_server.realtime_live_sessions(uuid[]) guestpass_authenticator',
@@ -688,6 +888,26 @@ select is(
     ),
     '{}'::text[],
     'no request role holds a privilege on the realtime tables'
+);
+
+-- The capture's app_id rule is one expression, inlined into its INSERT (no call per row).
+create function pg_temp.rt_plan_of(p_sql text)
+returns text
+language plpgsql
+as $$
+declare
+    v_line text;
+    v_plan text := '';
+begin
+    for v_line in execute 'explain (verbose, costs off) ' || p_sql loop
+        v_plan := v_plan || v_line || E'\n';
+    end loop;
+    return v_plan;
+end
+$$;
+select doesnt_match(
+    pg_temp.rt_plan_of('select guestpass.realtime_app_id(c.record) from guestpass.realtime_changes as c'),
+    'realtime_app_id', 'guestpass.realtime_app_id is inlined: its plan has no call of it'
 );
 
 select from pg_temp.as_anon();

@@ -80,7 +80,7 @@ public struct RealtimeFeed: Sendable {
         return RealtimePoll(snapshot: snapshot, changes: changes)
     }
 
-    /// Installs the capture trigger on every table of the `supabase_realtime` publication and removes it from tables
+    /// Installs the capture triggers on every table of the `supabase_realtime` publication and removes them from tables
     /// that left it; returns the captured tables as `schema.table`.
     @discardableResult
     public func sync() async throws -> [String] {

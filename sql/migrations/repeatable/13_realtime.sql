@@ -3,13 +3,14 @@
 -- (guestpass.realtime_changes, realtime_horizons, realtime_presence) and the publication are in 0010_realtime.sql.
 --
 -- Capture (option C of the Realtime study, ../shared/reference/realtime.md 6.2): no logical decoding. A table is
--- captured when it is in the publication supabase_realtime (the Supabase way of opting in); realtime_sync() puts one
--- AFTER … FOR EACH ROW trigger, guestpass_realtime_capture, on exactly those tables, with exactly the events the
--- publication publishes (insert, update, delete; never truncate, which Supabase does not send either), and removes it
--- from tables that left the publication. The trigger appends one row per changed row to guestpass.realtime_changes in
--- the writer's own transaction: it commits and aborts with the change. The writer pays for it (one to_jsonb per row
--- image and one insert into an unlogged table: bench/realtime.sh measures the write cost); a row trigger was
--- measured against a statement trigger with transition tables, see realtime_capture.
+-- captured when it is in the publication supabase_realtime (the Supabase way of opting in); realtime_sync() puts AFTER
+-- triggers on exactly those tables, for exactly the events the publication publishes (insert, update, delete; never
+-- truncate, which Supabase does not send either), and removes them from tables that left the publication: on an
+-- ordinary table a statement trigger with a transition table for INSERT and one for DELETE, and a row trigger for
+-- UPDATE; on a partitioned table, a partition or a table with inheritance, the row trigger for every event (see "The
+-- capture" below). They append one row per changed row to guestpass.realtime_changes in the writer's own
+-- transaction: it commits and aborts with the change. The writer pays for it (one to_jsonb per row image and the
+-- insert into an unlogged table: bench/realtime.sh measures the write cost).
 --
 -- The snapshot cursor. Every server replica polls independently (no leader, no LISTEN, works through PgBouncer in
 -- transaction mode) with realtime_poll(previous snapshot), one statement that returns its own snapshot S and the rows
@@ -25,9 +26,12 @@
 -- realtime_poll(null), which returns only the snapshot: it delivers what commits after it started.
 -- Order: within a poll, rows come in seq order (the order they were written). For one row, seq order is commit order:
 -- a second writer of the same row (UPDATE, DELETE, or an INSERT on the same key) waits for the first writer's row
--- lock until the first commits; AFTER ROW triggers fire at the end of the writer's statement, after its row writes;
--- so the second writer's capture row is written after the first committed, takes a larger seq (the sequence caches
--- nothing), and the first's row came in the same poll or an earlier one. Rows of unrelated transactions that commit
+-- lock until the first commits; AFTER triggers, row and statement, fire at the end of the writer's statement, after
+-- its row writes; so the second writer's capture row is written after the first committed, takes a larger seq (the
+-- sequence caches nothing), and the first's row came in the same poll or an earlier one. Within one statement the
+-- rows of one event come in the order it wrote them; a statement with several events (INSERT … ON CONFLICT DO UPDATE,
+-- MERGE) logs its updated rows (row trigger) before its inserted and deleted ones (statement triggers, at its end),
+-- which changes no row's order: a statement writes each row at most once. Rows of unrelated transactions that commit
 -- in one poll interval come in write order, not commit order.
 -- Limits: the log holds what has not been pruned; a replica that does not poll for longer than the prune retention may
 -- miss rows. A poll returns every new row at once (no paging): poll often (100 ms busy, 500 ms idle). Everything is
@@ -45,25 +49,89 @@
 -- re-reads the publication every 60 s), which catches a publication changed by hand. Prune with realtime_prune every
 -- minute or so; run realtime_presence_renew and realtime_presence_expire every 10 s or so (leases of 30 s).
 
--- The capture trigger. SECURITY DEFINER: the writer (a request role) has no privilege on guestpass; search_path is
--- empty and every name qualified. Cheap by construction, and it never raises because of the row: no exception block
--- (a subtransaction per row would cost and would overflow the subtransaction cache of multi-row statements), app_id
--- is read through the JSON image and cast only when it is a canonical uuid (a text app_id holding anything else gives
--- null). Only a row image over 256 KiB as stored (rare) is converted under an exception block, so that an image jsonb
--- cannot hold (program_limit_exceeded past 255 MB) leaves that image null instead of failing the write; the server
--- answers such a change with Realtime's "Error 413". The stored size may be compressed: lz4 shrinks at most about 255
--- times and the JSON of a value is at most about twice its text (bytea as hex), so an image under 256 KiB stored is
--- under 130 MB of JSON. NEW and OLD are null where the operation has none (PostgreSQL 11+).
--- Row trigger or statement trigger: measured on this VM (2 shared cores), backend CPU as the table owner: one-row
--- insert+update+delete, 31 µs a triple uncaptured, 70 µs with this row trigger, 80 µs with three statement triggers
--- with transition tables (REFERENCING NEW/OLD TABLE, one per event, pairing UPDATE's old and new rows by their order in
--- the two transition tables, which PostgreSQL does not promise); one 100,000-row INSERT, 3.1 µs a row uncaptured, 12.4
--- with the row trigger, 10.5 with the statement trigger. pgbench in the server's request frame (bench/realtime.sh's
--- scripts, 8 clients, fsync off, same run, the VM busy with other work: ±5 %): captured / uncaptured 0.80 (row) and
--- 0.73 (statement) for insert+update+delete, 0.82 and 0.86 for a one-row insert, 0.68 and 0.73 for a ten-row insert.
--- Requests mostly write one row per statement, and the row trigger needs no pairing and one trigger per table: the row
--- trigger. Its cost per row image: one to_jsonb (2 µs) and one INSERT through SPI (about 6 µs: a one-row INSERT starts
--- an executor each time, which is also why the log has no CHECK constraint, 0010).
+-- The capture. SECURITY DEFINER: the writer (a request role) has no privilege on guestpass; search_path is empty and
+-- every name qualified. Cheap by construction, and it never raises because of the row: no exception block on the
+-- common path (a subtransaction per row would cost and would overflow the subtransaction cache of multi-row
+-- statements); app_id is read through the JSON image and cast only when it is a canonical uuid
+-- (guestpass.realtime_app_id: a text app_id holding anything else gives null). Only a row image over 256 KiB as
+-- stored (rare) is converted under an exception block (guestpass.realtime_image), so that an image jsonb cannot hold
+-- (program_limit_exceeded past 255 MB) leaves that image null instead of failing the write; the server answers such a
+-- change with Realtime's "Error 413". The stored size may be compressed: lz4 shrinks at most about 255 times and the
+-- JSON of a value is at most about twice its text (bytea as hex), so an image under 256 KiB stored is under 130 MB of
+-- JSON.
+-- Which triggers (guestpass.realtime_capture_triggers decides, realtime_sync installs). An ordinary table gets one
+-- trigger per published event:
+--     guestpass_realtime_capture_insert  AFTER INSERT REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+--     guestpass_realtime_capture_delete  AFTER DELETE REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+--     guestpass_realtime_capture         AFTER UPDATE FOR EACH ROW
+-- A statement trigger (realtime_capture_statement) logs every row of its statement with one INSERT … SELECT from the
+-- transition table, in the order the statement wrote them. UPDATE keeps the row trigger (realtime_capture), which has
+-- the old and the new row together: a statement trigger would have to pair the rows of two transition tables by
+-- their order, which PostgreSQL does not promise. A partitioned table, a partition and a table with inheritance
+-- parents or children get the row trigger alone, for every published event: a statement trigger fires only on the
+-- table a statement names, so a partition's would miss the rows written through its parent, and a parent's
+-- transition table holds its children's rows in the parent's columns. A table that joins such a tree after the sync
+-- (ATTACH PARTITION, INHERIT, a new child) gets the row trigger at the next sync (at most 60 s; migrate runs one after
+-- every run); until then the rows written to it through its parent are not captured, and a new parent's DELETE
+-- statement trigger logs the child rows deleted through it as its own.
+-- Row or statement triggers, measured on this VM (2 cores shared with other work), these triggers against the row
+-- trigger for every event that came before them. The capture's share of the backend's time (captured − uncaptured; as
+-- the table owner, no RLS, statements in a loop, the fastest of 6 runs, a table like bench/realtime.sh's), row →
+-- statement: a one-row INSERT 9.6 → 10.4 µs, UPDATE 12.5 → 12.8 µs (the row trigger both times), INSERT + UPDATE +
+-- DELETE 34.0 → 37.2 µs; a ten-row INSERT 87.7 → 54.1 µs, a ten-row DELETE 103.6 → 72.0 µs; a DELETE that matches
+-- nothing 0 → 4.4 µs (a statement trigger fires anyway, as on an INSERT … ON CONFLICT that only updates); a 100,000-row
+-- INSERT 8.4 → 4.6 µs a row (2.7 uncaptured), a 100,000-row DELETE 8.4 → 4.5 µs a row (0.2 uncaptured).
+-- bench/realtime.sh, captured / uncaptured tps of the same run, each run (request frame, 8 clients, 4 rounds of 5 s,
+-- the VM's load 3 to 8 from other work), row → statement. Durable (fsync on): insert+update+delete 0.82 0.82 0.83 0.81
+-- 0.83 0.83 → 0.87 0.82 0.79 0.78 0.79; one-row insert 0.76 0.86 0.90 0.76 0.92 0.85 → 0.79 0.89 0.88 0.89 0.87;
+-- ten-row insert 0.79 0.78 0.81 0.75 0.76 0.78 → 0.75 0.82 0.80 0.84 0.78; ten-row insert then ten-row delete 0.68 0.72
+-- 0.73 0.72 0.71 0.68 → 0.84 0.85 0.76 0.75 0.76. fsync off: 0.81 0.80 0.74 → 0.79 0.75 0.73; 0.85 0.85 0.76 → 0.85
+-- 0.85 0.83; 0.69 0.72 0.71 → 0.80 0.77 0.81; 0.69 0.69 0.67 → 0.68 0.72 0.71. A multi-row statement's rows cost about
+-- 40 % less (one INSERT … SELECT for all of them instead of one SPI INSERT, executor start included, per row); a
+-- one-row INSERT or DELETE about 1 to 2 µs more (the transition table, a larger plan), below the noise of a request:
+-- statement triggers for INSERT and DELETE. What a row image still costs: one to_jsonb (2 µs) and the log row (heap and
+-- two index entries, nextval).
+
+-- app_id: the image's app_id when it is a canonical uuid; anything else (a text app_id holding something else, no such
+-- column, no image) gives null, never an error. One expression, inlined into the capture's INSERT (no SET clause).
+create or replace function guestpass.realtime_app_id(p_image jsonb)
+    returns uuid
+    language sql
+    immutable
+    parallel safe
+    as $$
+    select case when p_image ->> 'app_id' ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
+                then (p_image ->> 'app_id')::uuid
+           end
+$$;
+
+comment on function guestpass.realtime_app_id(jsonb) is
+    'GuestPass internal (the capture triggers): p_image''s app_id as a uuid when it is a canonical uuid (any case), '
+    'else null; never raises. Inlinable: one expression, no SET clause.';
+revoke all on function guestpass.realtime_app_id(jsonb) from public;
+
+-- A large row's image: to_jsonb under an exception block (a subtransaction), null when jsonb cannot hold it. The
+-- capture calls it only for a row over 256 KiB as stored.
+create or replace function guestpass.realtime_image(p_row anyelement)
+    returns jsonb
+    language plpgsql
+    stable
+    set search_path = ''
+    as $$
+begin
+    return pg_catalog.to_jsonb(p_row);
+exception when others then
+    return null;
+end
+$$;
+
+comment on function guestpass.realtime_image(anyelement) is
+    'GuestPass internal (the capture triggers, for rows over 256 KiB as stored): to_jsonb(p_row), or null when it '
+    'fails (an image over 255 MB as JSON).';
+revoke all on function guestpass.realtime_image(anyelement) from public;
+
+-- The row trigger: UPDATE on an ordinary table, every published event on a table in a partition or inheritance tree.
+-- NEW and OLD are null where the operation has none (PostgreSQL 11+).
 create or replace function guestpass.realtime_capture()
     returns trigger
     language plpgsql
@@ -74,86 +142,179 @@ create or replace function guestpass.realtime_capture()
 declare
     v_record jsonb;
     v_old jsonb;
-    v_app text;
 begin
     if pg_catalog.pg_column_size(NEW) > 262144 or pg_catalog.pg_column_size(OLD) > 262144 then
         -- Rare: a large row. jsonb holds at most 255 MB; an image it cannot hold stays null.
-        begin
-            v_record := pg_catalog.to_jsonb(NEW);
-        exception when others then
-            v_record := null;
-        end;
-        begin
-            v_old := pg_catalog.to_jsonb(OLD);
-        exception when others then
-            v_old := null;
-        end;
+        v_record := guestpass.realtime_image(NEW);
+        v_old := guestpass.realtime_image(OLD);
     else
         v_record := pg_catalog.to_jsonb(NEW);
         v_old := pg_catalog.to_jsonb(OLD);
     end if;
-    v_app := coalesce(v_record, v_old) ->> 'app_id';
     insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record, old_record)
     values (
         TG_OP::guestpass.realtime_kind, TG_TABLE_SCHEMA, TG_TABLE_NAME,
-        case when v_app ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
-             then v_app::uuid
-        end,
-        v_record, v_old
+        guestpass.realtime_app_id(coalesce(v_record, v_old)), v_record, v_old
     );
     return null;
 end
 $$;
 
 comment on function guestpass.realtime_capture() is
-    'GuestPass internal: the trigger guestpass_realtime_capture (AFTER INSERT/UPDATE/DELETE FOR EACH ROW) that '
-    'guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication: one row in '
-    'guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and '
+    'GuestPass internal: the row trigger guestpass_realtime_capture (AFTER … FOR EACH ROW) that '
+    'guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication, for UPDATE (and for '
+    'every published event on a partitioned table, a partition or a table with inheritance parents or children): one '
+    'row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and '
     'old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses '
     'a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 revoke all on function guestpass.realtime_capture() from public;
 
--- What realtime_sync compares: every table that is published (wanted: in supabase_realtime, outside GuestPass's own
--- schemas, with at least one of insert, update, delete published) or carries the trigger (present; clones on
--- partitions are not counted: they follow their root), and whether its trigger is current (the published events,
--- the capture function, not disabled).
+-- The statement triggers: all the rows of one INSERT (new_rows) or one DELETE (old_rows) in one INSERT … SELECT, in
+-- the transition table's order (the order the statement wrote them; the sequence numbers them as they are inserted).
+-- The images are built in a subquery kept apart (offset 0), so each row is converted once. A transition table's large
+-- values are whole (an inserted row's as written, a deleted row's fetched and decompressed), so the 256 KiB test sees
+-- about the row's full size: stricter than the row trigger's, which may see its compressed size. A statement that
+-- writes no row (a DELETE that matches nothing, an INSERT … ON CONFLICT that only updates) still fires it, and logs
+-- nothing.
+create or replace function guestpass.realtime_capture_statement()
+    returns trigger
+    language plpgsql
+    volatile
+    security definer
+    set search_path = ''
+    as $$
+begin
+    if TG_OP = 'INSERT' then
+        insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record)
+        select 'INSERT', TG_TABLE_SCHEMA, TG_TABLE_NAME, guestpass.realtime_app_id(i.image), i.image
+        from (
+            select case when pg_catalog.pg_column_size(r) > 262144 then guestpass.realtime_image(r)
+                        else pg_catalog.to_jsonb(r)
+                   end as image
+            from new_rows as r
+            offset 0
+        ) as i;
+    else
+        insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, old_record)
+        select 'DELETE', TG_TABLE_SCHEMA, TG_TABLE_NAME, guestpass.realtime_app_id(i.image), i.image
+        from (
+            select case when pg_catalog.pg_column_size(r) > 262144 then guestpass.realtime_image(r)
+                        else pg_catalog.to_jsonb(r)
+                   end as image
+            from old_rows as r
+            offset 0
+        ) as i;
+    end if;
+    return null;
+end
+$$;
+
+comment on function guestpass.realtime_capture_statement() is
+    'GuestPass internal: the statement triggers guestpass_realtime_capture_insert (AFTER INSERT REFERENCING NEW TABLE '
+    'AS new_rows) and guestpass_realtime_capture_delete (AFTER DELETE REFERENCING OLD TABLE AS old_rows, FOR EACH '
+    'STATEMENT) that guestpass_server.realtime_sync() puts on each ordinary table of the supabase_realtime '
+    'publication: one row in guestpass.realtime_changes per inserted or deleted row, in the statement''s order '
+    '(record = the new row, or old_record = the full old row, as JSON; app_id = the row''s app_id when it is a uuid, '
+    'else null). Never refuses a write because of a row: an image jsonb cannot hold (over 255 MB) is captured as null.';
+revoke all on function guestpass.realtime_capture_statement() from public;
+
+-- What realtime_sync compares, one row per table and capture trigger: every trigger a published table should carry
+-- (wanted: the table is in supabase_realtime, outside GuestPass's own schemas, and the publication publishes at least
+-- one of insert, update, delete) or carries (present: one of the three names; clones on partitions are not counted:
+-- they follow their root), whether it is current (present as wanted: its events, row or statement, transition table
+-- and function, not disabled), and the statement that creates it as wanted.
+create or replace function guestpass.realtime_capture_triggers()
+    returns table (table_oid oid, trigger_name name, wanted boolean, present boolean, current boolean, definition text)
+    language sql
+    stable
+    as $$
+    with publication as (
+        select p.pubinsert, p.pubupdate, p.pubdelete,
+               pg_catalog.concat_ws(' or ', case when p.pubinsert then 'insert' end,
+                                    case when p.pubupdate then 'update' end, case when p.pubdelete then 'delete' end)
+                   as events
+        from pg_catalog.pg_publication as p
+        where p.pubname = 'supabase_realtime' and (p.pubinsert or p.pubupdate or p.pubdelete)
+    ),
+    published as (
+        -- by_statement: an ordinary table in no partition or inheritance tree.
+        select c.oid,
+               c.relkind = 'r' and not c.relispartition
+               and not exists (select from pg_catalog.pg_inherits as i where c.oid in (i.inhrelid, i.inhparent))
+                   as by_statement
+        from pg_catalog.pg_publication_tables as pt
+        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
+        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
+        where pt.pubname = 'supabase_realtime'
+          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
+    ),
+    wanted as (
+        -- tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16); AFTER is 0.
+        select p.oid, w.name, w.tgtype, w.events, w.old_table, w.new_table, w.function
+        from published as p
+        cross join publication as u
+        cross join lateral (values
+            ('guestpass_realtime_capture_insert'::name, 4, 'insert', null::name, 'new_rows'::name,
+             'guestpass.realtime_capture_statement()'::pg_catalog.regprocedure, p.by_statement and u.pubinsert),
+            ('guestpass_realtime_capture_delete'::name, 8, 'delete', 'old_rows'::name, null::name,
+             'guestpass.realtime_capture_statement()'::pg_catalog.regprocedure, p.by_statement and u.pubdelete),
+            ('guestpass_realtime_capture'::name, 1 | 16, 'update', null::name, null::name,
+             'guestpass.realtime_capture()'::pg_catalog.regprocedure, p.by_statement and u.pubupdate),
+            ('guestpass_realtime_capture'::name,
+             1 | (case when u.pubinsert then 4 else 0 end) | (case when u.pubdelete then 8 else 0 end)
+               | (case when u.pubupdate then 16 else 0 end),
+             u.events, null::name, null::name,
+             'guestpass.realtime_capture()'::pg_catalog.regprocedure, not p.by_statement)
+        ) as w (name, tgtype, events, old_table, new_table, function, wanted)
+        where w.wanted
+    ),
+    present as (
+        select t.tgrelid as oid, t.tgname as name, t.tgtype, t.tgoldtable, t.tgnewtable, t.tgfoid, t.tgenabled
+        from pg_catalog.pg_trigger as t
+        where t.tgname in ('guestpass_realtime_capture', 'guestpass_realtime_capture_insert',
+                           'guestpass_realtime_capture_delete')
+          and t.tgparentid = 0
+    )
+    select coalesce(w.oid, p.oid), coalesce(w.name, p.name), w.oid is not null, p.oid is not null,
+           coalesce(p.tgtype = w.tgtype and p.tgfoid = w.function and p.tgenabled <> 'D'
+                    and p.tgoldtable is not distinct from w.old_table and p.tgnewtable is not distinct from w.new_table,
+                    false),
+           case when w.oid is not null then pg_catalog.format(
+               'create or replace trigger %I after %s on %s%s for each %s execute function %s',
+               w.name, w.events, w.oid::pg_catalog.regclass,
+               case when w.new_table is not null then pg_catalog.format(' referencing new table as %I', w.new_table)
+                    when w.old_table is not null then pg_catalog.format(' referencing old table as %I', w.old_table)
+                    else ''
+               end,
+               case when w.tgtype & 1 = 1 then 'row' else 'statement' end, w.function
+           ) end
+    from wanted as w
+    full join present as p on p.oid = w.oid and p.name = w.name
+$$;
+
+comment on function guestpass.realtime_capture_triggers() is
+    'GuestPass internal (realtime_sync): one row per table and capture trigger (guestpass_realtime_capture, '
+    '_insert, _delete) that a table published in supabase_realtime should carry (wanted; GuestPass''s own schemas '
+    'never) or carries (present); current when present as wanted (events, row or statement, transition table, '
+    'function, enabled); definition: the create or replace trigger statement of a wanted one.';
+revoke all on function guestpass.realtime_capture_triggers() from public;
+
+-- The same per table: wanted (published), present (carries a capture trigger), current (carries exactly the wanted
+-- ones, each current).
 create or replace function guestpass.realtime_capture_state()
     returns table (table_oid oid, wanted boolean, present boolean, current boolean)
     language sql
     stable
     as $$
-    with publication as (
-        -- The wanted pg_trigger.tgtype: ROW (1) | INSERT (4) | DELETE (8) | UPDATE (16) as published; AFTER is 0.
-        select 1 | (case when p.pubinsert then 4 else 0 end) | (case when p.pubdelete then 8 else 0 end)
-               | (case when p.pubupdate then 16 else 0 end) as tgtype
-        from pg_catalog.pg_publication as p
-        where p.pubname = 'supabase_realtime'
-    ),
-    wanted as (
-        select c.oid
-        from pg_catalog.pg_publication_tables as pt
-        join pg_catalog.pg_namespace as n on n.nspname = pt.schemaname
-        join pg_catalog.pg_class as c on c.relnamespace = n.oid and c.relname = pt.tablename
-        where pt.pubname = 'supabase_realtime'
-          and (select p.tgtype from publication as p) <> 1
-          and pt.schemaname not in ('guestpass', 'guestpass_server', 'guestpass_migrations', 'auth')
-    ),
-    present as (
-        select t.tgrelid as oid,
-               t.tgtype = (select p.tgtype from publication as p)
-               and t.tgfoid = 'guestpass.realtime_capture()'::pg_catalog.regprocedure and t.tgenabled <> 'D' as current
-        from pg_catalog.pg_trigger as t
-        where t.tgname = 'guestpass_realtime_capture' and t.tgparentid = 0
-    )
-    select coalesce(w.oid, p.oid), w.oid is not null, p.oid is not null, coalesce(p.current, false)
-    from wanted as w
-    full join present as p on p.oid = w.oid
+    select t.table_oid, pg_catalog.bool_or(t.wanted), pg_catalog.bool_or(t.present), pg_catalog.bool_and(t.current)
+    from guestpass.realtime_capture_triggers() as t
+    group by t.table_oid
 $$;
 
 comment on function guestpass.realtime_capture_state() is
     'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas '
-    'never) or carrying the trigger guestpass_realtime_capture (present), and whether that trigger is current (the '
-    'published insert/update/delete events, guestpass.realtime_capture(), enabled).';
+    'never) or carrying a capture trigger (present), and whether it carries exactly the wanted capture triggers, each '
+    'current (guestpass.realtime_capture_triggers).';
 revoke all on function guestpass.realtime_capture_state() from public;
 
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
@@ -161,13 +322,14 @@ revoke all on function guestpass.realtime_capture_state() from public;
 -- call it), reads the catalog after taking the lock, and changes each table in its own subtransaction with a lock
 -- timeout of 2 s (a trigger change locks out the table's writers while it waits): a table that cannot be locked in
 -- time (a long transaction holds it) or changed is skipped with a WARNING, left out of the result, and tried again on
--- the next call; the other tables are still synchronised. The lock timeouts are set with set_config and the caller's
+-- the next call; the other tables are still synchronised. A table's triggers change together (its subtransaction),
+-- so a writer sees either the old set or the new one. The lock timeouts are set with set_config and the caller's
 -- own is put back before returning (a SET clause would make it the one function of guestpass_server with more than an
--- empty search_path, 05_guest_identity). The trigger's events are the publication's (publish = 'insert, update,
+-- empty search_path, 05_guest_identity). The triggers' events are the publication's (publish = 'insert, update,
 -- delete' by default; `alter publication … set (publish = …)` narrows them). Tables of GuestPass's own schemas are
 -- never captured (a FOR ALL TABLES publication includes them). A partitioned table published with
--- publish_via_partition_root gets the trigger on its root (cloned onto every partition, which report their own
--- names); otherwise the publication lists the partitions themselves.
+-- publish_via_partition_root gets the row trigger on its root (cloned onto every partition, which report their own
+-- names); otherwise the publication lists the partitions themselves, and each gets the row trigger.
 create or replace function guestpass_server.realtime_sync()
     returns table (schema_name text, table_name text)
     language plpgsql
@@ -177,36 +339,33 @@ create or replace function guestpass_server.realtime_sync()
     as $$
 declare
     v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
-    v_events text;
     v_table record;
+    v_statement text;
 begin
     -- "Realtime" in ASCII: one sync at a time, then a fresh look at the catalog.
     perform pg_catalog.set_config('lock_timeout', '30s', true);
     perform pg_catalog.pg_advisory_xact_lock(5937258802195295589);
     perform pg_catalog.set_config('lock_timeout', '2s', true);
 
-    select concat_ws(' or ', case when p.pubinsert then 'insert' end, case when p.pubupdate then 'update' end,
-                     case when p.pubdelete then 'delete' end)
-    into v_events
-    from pg_catalog.pg_publication as p
-    where p.pubname = 'supabase_realtime';
-
     for v_table in
-        select s.table_oid::pg_catalog.regclass as name, s.wanted
-        from guestpass.realtime_capture_state() as s
-        where not (s.wanted and s.current)
+        -- Each table whose triggers differ from the wanted ones: create (or replace) the wanted ones that are not
+        -- current, drop the unwanted ones.
+        select t.table_oid::pg_catalog.regclass as name, pg_catalog.bool_or(t.wanted) as wanted,
+               pg_catalog.array_agg(
+                   case when t.wanted then t.definition
+                        else pg_catalog.format('drop trigger if exists %I on %s', t.trigger_name,
+                                               t.table_oid::pg_catalog.regclass)
+                   end
+                   order by t.trigger_name
+               ) filter (where not t.current) as statements
+        from guestpass.realtime_capture_triggers() as t
+        group by t.table_oid
+        having not pg_catalog.bool_and(t.current)
     loop
         begin
-            if v_table.wanted then
-                -- create or replace also re-enables a disabled trigger and changes its events.
-                execute pg_catalog.format(
-                    'create or replace trigger guestpass_realtime_capture after %s on %s '
-                    'for each row execute function guestpass.realtime_capture()',
-                    v_events, v_table.name
-                );
-            else
-                execute pg_catalog.format('drop trigger if exists guestpass_realtime_capture on %s', v_table.name);
-            end if;
+            foreach v_statement in array v_table.statements loop
+                execute v_statement;
+            end loop;
         exception when others then
             raise warning 'realtime: could not % capture on %: %',
                 case when v_table.wanted then 'install' else 'remove' end, v_table.name, sqlerrm
@@ -226,11 +385,13 @@ end
 $$;
 
 comment on function guestpass_server.realtime_sync() is
-    'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture trigger '
-    'guestpass_realtime_capture on every table of the supabase_realtime publication, with the events it publishes, '
-    'and removes it from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no '
-    'table lock when nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the '
-    'captured tables (schema_name, table_name), in order: subscribe only to these.';
+    'GuestPass server (as guestpass_authenticator; migrate runs it too): puts the capture triggers on every table of '
+    'the supabase_realtime publication, for the events it publishes (guestpass_realtime_capture_insert and _delete, '
+    'statement triggers with transition tables, and the row trigger guestpass_realtime_capture for UPDATE; the row '
+    'trigger alone, for every event, on partitioned tables, partitions and tables with inheritance), and removes them '
+    'from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no table lock when '
+    'nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables '
+    '(schema_name, table_name), in order: subscribe only to these.';
 revoke all on function guestpass_server.realtime_sync() from public;
 grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
 
