@@ -102,9 +102,7 @@ grant usage on schema guestpass_server to anon, authenticated, service_role, gue
 
 create or replace function auth.jwt()
 returns jsonb
-language sql
-stable
-as $$
+language sql stable as $$
     select case
         when pg_catalog.jsonb_typeof(nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb) = 'object'
         then nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb
@@ -125,9 +123,7 @@ grant execute on function auth.jwt() to anon, authenticated, service_role;
 -- when p_user_id is given. Its answers and refusals are unchanged (pgTAP 02, 20, 26).
 create or replace function auth.claim_uuid(claim text)
     returns uuid
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select case
         when (nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::json ->> claim)
             ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
@@ -145,8 +141,7 @@ grant execute on function auth.claim_uuid(text) to anon, authenticated, service_
 
 create or replace function auth.uid()
 returns uuid
-language sql stable
-as $$ select auth.claim_uuid('sub') $$;
+language sql stable as $$ select auth.claim_uuid('sub') $$;
 
 comment on function auth.uid() is
     'The caller''s user id (claim sub), or null. Policies should call it as (select auth.uid()).';
@@ -155,9 +150,7 @@ grant execute on function auth.uid() to anon, authenticated, service_role;
 
 create or replace function auth.role()
 returns text
-language sql
-stable
-as $$ select nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> 'role' $$;
+language sql stable as $$ select nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> 'role' $$;
 
 comment on function auth.role() is
     'The caller''s role claim (anon, authenticated, service_role), or null. Inlinable: one expression, no SET clause.';
@@ -166,8 +159,7 @@ grant execute on function auth.role() to anon, authenticated, service_role;
 
 create or replace function auth.device_id()
 returns uuid
-language sql stable
-as $$ select auth.claim_uuid('device_id') $$;
+language sql stable as $$ select auth.claim_uuid('device_id') $$;
 
 comment on function auth.device_id() is
     'The caller''s device: the public id of a public.devices row (claim device_id), or null.';
@@ -176,8 +168,7 @@ grant execute on function auth.device_id() to anon, authenticated, service_role;
 
 create or replace function auth.app_id()
 returns uuid
-language sql stable
-as $$ select auth.claim_uuid('app_id') $$;
+language sql stable as $$ select auth.claim_uuid('app_id') $$;
 
 comment on function auth.app_id() is 'The caller''s app, a guestpass.apps id (claim app_id), or null.';
 revoke all on function auth.app_id() from public;
@@ -185,9 +176,7 @@ grant execute on function auth.app_id() to anon, authenticated, service_role;
 
 create or replace function guestpass.clock()
 returns timestamptz
-language sql
-stable
-as $$
+language sql stable as $$
     select coalesce(
         nullif(pg_catalog.current_setting('guestpass.clock_override', true), '')::timestamptz,
         pg_catalog.now()
@@ -203,9 +192,7 @@ revoke all on function guestpass.clock() from public;
 
 create or replace function guestpass.iso_utc(p_at timestamptz)
 returns text
-language sql
-stable
-as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
+language sql stable as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
 
 comment on function guestpass.iso_utc(timestamptz) is
     'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the '
@@ -214,9 +201,7 @@ revoke all on function guestpass.iso_utc(timestamptz) from public;
 
 create or replace function guestpass.refuse_argument(p_message text)
     returns void
-    language plpgsql
-    volatile
-    as $$
+    language plpgsql volatile as $$
 begin
     raise exception '%', p_message using errcode = '22023';
 end
@@ -229,9 +214,7 @@ revoke all on function guestpass.refuse_argument(text) from public;
 
 create or replace function guestpass.refuse_caller(p_message text)
     returns uuid
-    language plpgsql
-    volatile
-    as $$
+    language plpgsql volatile as $$
 begin
     raise exception '%', p_message using errcode = '42501';
 end
@@ -244,9 +227,7 @@ revoke all on function guestpass.refuse_caller(text) from public;
 
 create or replace function guestpass.require_hex_sha256(p_value text, p_name text)
     returns void
-    language sql
-    volatile
-    as $$
+    language sql volatile as $$
     select case
         when pg_catalog.octet_length(p_value) = 64 and p_value !~ '[^0-9a-f]' then null::void
         else guestpass.refuse_argument(pg_catalog.format('%s must be a lowercase hex SHA-256', p_name))
@@ -262,9 +243,7 @@ revoke all on function guestpass.require_hex_sha256(text, text) from public;
 
 create or replace function guestpass.require_app()
     returns uuid
-    language sql
-    volatile
-    as $$
+    language sql volatile as $$
     select coalesce(auth.app_id(), guestpass.refuse_caller('no app in the request claims'))
 $$;
 
@@ -276,10 +255,7 @@ revoke all on function guestpass.require_app() from public;
 
 create or replace function guestpass.require_user_and_app(out user_id uuid, out app_id uuid)
 returns record
-language plpgsql
-stable
-set search_path = ''
-as $$
+language plpgsql stable set search_path = '' as $$
 begin
     user_id := auth.uid();
     app_id := auth.app_id();
@@ -296,11 +272,7 @@ revoke all on function guestpass.require_user_and_app() from public;
 
 create or replace function guestpass.require_app_user(p_user_id uuid)
 returns uuid
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
+language plpgsql stable security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
 begin
@@ -325,10 +297,7 @@ revoke all on function guestpass.require_app_user(uuid) from public;
 -- unchanged and costs nothing more: backend_user runs only on branches that used to refuse.
 create or replace function guestpass.backend_user(p_user_id uuid)
     returns uuid
-    language plpgsql
-    stable
-    set search_path = ''
-    as $$
+    language plpgsql stable set search_path = '' as $$
 begin
     if auth.role() is distinct from 'service_role' then
         return guestpass.refuse_caller('no user in the request claims');
@@ -354,9 +323,7 @@ comment on function guestpass.backend_user(uuid) is
 
 create or replace function guestpass.caller_id(p_user_id uuid)
     returns uuid
-    language sql
-    volatile
-    as $$
+    language sql volatile as $$
     select case
         when p_user_id is null then coalesce(auth.uid(), guestpass.backend_user(null))
         when auth.uid() is null then guestpass.backend_user(p_user_id)
@@ -376,9 +343,7 @@ revoke all on function guestpass.caller_id(uuid) from public;
 
 create or replace function guestpass.require_caller(p_user_id uuid)
     returns uuid
-    language plpgsql
-    stable
-    as $$
+    language plpgsql stable as $$
 declare
     v_user uuid := guestpass.caller_id(p_user_id);
 begin

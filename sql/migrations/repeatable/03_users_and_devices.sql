@@ -18,38 +18,27 @@ grant select on table public.devices to authenticated;
 revoke all on table guestpass.device_secrets from public, anon, authenticated, service_role;
 
 drop policy if exists users_select_own on public.users;
-create policy users_select_own on public.users
-    as permissive
-    for select
-    to authenticated
+create policy users_select_own on public.users for select to authenticated
     using (id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy users_select_own on public.users is 'A caller reads only its own user row, in its own app.';
 
 drop policy if exists users_update_own on public.users;
-create policy users_update_own on public.users
-    as permissive
-    for update
-    to authenticated
+create policy users_update_own on public.users for update to authenticated
     using (id = (select auth.uid()) and app_id = (select auth.app_id()))
     with check (id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy users_update_own on public.users is 'A caller updates only its own user row, in its own app.';
 
 drop policy if exists devices_select_own on public.devices;
-create policy devices_select_own on public.devices
-    as permissive
-    for select
-    to authenticated
+create policy devices_select_own on public.devices for select to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy devices_select_own on public.devices is 'A caller reads only its own devices, in its own app.';
 
 create or replace function guestpass.set_updated_at()
 returns trigger
-language plpgsql
-set search_path = ''
-as $$
+language plpgsql set search_path = '' as $$
 begin
     new.updated_at := pg_catalog.now();
     return new;
@@ -71,11 +60,7 @@ create or replace function public.list_devices()
         device_id uuid, model text, os_version text, app_version text, created_at timestamptz,
         last_seen_at timestamptz, is_current boolean
     )
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select d.id, d.model, d.os_version, d.app_version, d.created_at, d.last_seen_at, d.id = auth.device_id()
     from public.devices as d
     where d.user_id = auth.uid() and d.app_id = auth.app_id() and d.revoked_at is null
@@ -90,11 +75,7 @@ grant execute on function public.list_devices() to authenticated;
 
 create or replace function public.revoke_device(p_device_id uuid)
     returns boolean
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

@@ -15,10 +15,7 @@
 
 create or replace function guestpass.session_is_live(p_user uuid)
 returns boolean
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select exists (
         select 1
         from guestpass.sessions as s
@@ -52,11 +49,7 @@ returns table (
     created_at timestamptz,
     updated_at timestamptz
 )
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz;
@@ -146,11 +139,7 @@ grant execute on function guestpass_server.refresh_session(uuid, integer, text, 
 
 create or replace function guestpass_server.sign_out(p_scope text)
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

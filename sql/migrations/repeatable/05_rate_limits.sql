@@ -59,9 +59,7 @@ create or replace function guestpass.bucket_tokens(
     p_refill_per_second double precision
 )
 returns double precision
-language sql
-immutable
-as $$
+language sql immutable as $$
     select least(
         p_capacity::double precision,
         p_tokens + greatest(extract(epoch from p_now - p_updated_at)::double precision, 0) * p_refill_per_second
@@ -77,9 +75,7 @@ create or replace function guestpass.check_rate_limit_arguments(
     p_bucket text, p_capacity integer, p_refill_per_second double precision
 )
     returns void
-    language sql
-    volatile
-    as $$
+    language sql volatile as $$
     select case
         when p_bucket is null or p_bucket = '' then
             guestpass.refuse_argument('rate limit bucket must be a non-empty name')
@@ -102,10 +98,7 @@ revoke all on function guestpass.check_rate_limit_arguments(text, integer, doubl
 
 create or replace function guestpass.raise_rate_limited(p_wait_seconds double precision)
 returns void
-language plpgsql
-stable
-set search_path = ''
-as $$
+language plpgsql stable set search_path = '' as $$
 begin
     if p_wait_seconds > 0 then
         raise exception using errcode = 'PT429', message = 'rate limit exceeded',
@@ -126,11 +119,7 @@ create or replace function guestpass.peek_rate_limit(
     p_refill_per_second double precision
 )
 returns double precision
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
+language plpgsql stable security definer set search_path = '' as $$
 declare
     v_now timestamptz;
     v_tokens double precision;
@@ -164,11 +153,7 @@ create or replace function guestpass.take_rate_limit(
     p_refill_per_second double precision
 )
 returns double precision
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_now timestamptz;
     v_tokens double precision;
@@ -230,10 +215,7 @@ create or replace function guestpass.enforce_rate_limit(
     p_refill_per_second double precision
 )
 returns void
-language sql
-volatile
-set search_path = ''
-as $$
+language sql volatile set search_path = '' as $$
     select guestpass.raise_rate_limited(guestpass.take_rate_limit(p_bucket, p_capacity, p_refill_per_second))
 $$;
 
@@ -245,9 +227,7 @@ revoke all on function guestpass.enforce_rate_limit(text, integer, double precis
 -- 3. The shard layout, in one place.
 create or replace function guestpass.shard_count(p_capacity integer)
     returns integer
-    language sql
-    immutable
-    as $$
+    language sql immutable as $$
     select least(16, greatest(1, p_capacity / 8))
 $$;
 
@@ -258,9 +238,7 @@ revoke all on function guestpass.shard_count(integer) from public;
 
 create or replace function guestpass.shard_capacity(p_capacity integer, p_shards integer, p_shard integer)
     returns integer
-    language sql
-    immutable
-    as $$
+    language sql immutable as $$
     select p_capacity / p_shards + (p_shard < p_capacity % p_shards)::integer
 $$;
 
@@ -274,8 +252,7 @@ create or replace function guestpass.shard_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer,
     p_take boolean
 ) returns double precision
-    language sql
-    as $$
+language sql as $$
     select case
         when p_take then guestpass.take_rate_limit(
             p_bucket || ':' || p_shard, guestpass.shard_capacity(p_capacity, p_shards, p_shard),
@@ -297,8 +274,7 @@ revoke all on function guestpass.shard_rate_limit(text, integer, double precisio
 create or replace function guestpass.sharded_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean
 ) returns double precision
-    language plpgsql
-    as $$
+language plpgsql as $$
 declare
     v_shards integer;
     v_shard integer;
@@ -356,10 +332,7 @@ drop function if exists guestpass.prune_rate_limits(interval);
 
 create or replace function guestpass.client_address_key_parsed(p_address text)
     returns text
-    language plpgsql
-    immutable
-    set search_path = ''
-    as $$
+    language plpgsql immutable set search_path = '' as $$
 declare
     v_address inet;
 begin
@@ -387,9 +360,7 @@ revoke all on function guestpass.client_address_key_parsed(text) from public;
 
 create or replace function guestpass.client_address_key(p_address text)
     returns text
-    language sql
-    immutable
-    as $$
+    language sql immutable as $$
     select case
         when p_address is null or pg_catalog.btrim(p_address) = '' then 'unknown'
         -- A dotted quad without leading zeros is its own canonical form (host(inet) gives it back unchanged).

@@ -90,9 +90,7 @@
 
 create or replace function guestpass.take_signup_limits(p_app uuid, p_client_address text)
 returns void
-language plpgsql
-set search_path = ''
-as $$
+language plpgsql set search_path = '' as $$
 begin
     perform guestpass.take_signup_tokens(
         p_app, p_client_address,
@@ -118,8 +116,7 @@ create or replace function guestpass.take_signup_tokens(
     p_app_capacity integer, p_app_refill_per_second double precision
 )
 returns void
-language plpgsql
-as $$
+language plpgsql as $$
 declare
     v_now timestamptz := guestpass.clock();
     v_ip_bucket text;
@@ -188,10 +185,7 @@ revoke all on function guestpass.take_signup_tokens(uuid, text, integer, double 
 
 create or replace function guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb)
 returns table (user_id uuid, device_id uuid, created boolean)
-language plpgsql
-security definer
-set search_path = ''
-as $$
+language plpgsql security definer set search_path = '' as $$
 declare
     v_new_user uuid := gen_random_uuid();
     v_new_device uuid := gen_random_uuid();
@@ -267,10 +261,7 @@ returns table (
     user_id uuid, device_id uuid, session_id uuid, is_anonymous boolean, email text, user_metadata jsonb,
     app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz, created boolean
 )
-language plpgsql
-security definer
-set search_path = ''
-as $$
+language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -382,11 +373,7 @@ grant execute on function guestpass_server.sign_up_guest(text, jsonb, jsonb, tex
 
 create or replace function public.create_guest_user(p_device_id uuid)
 returns uuid
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_hash text;

@@ -105,9 +105,7 @@
 
 create or replace function guestpass.quota_resets_at(p_timezone text, p_at timestamptz)
 returns timestamptz
-language sql
-stable
-as $$
+language sql stable as $$
     select pg_catalog.timezone(p_timezone, (pg_catalog.timezone(p_timezone, p_at)::date + 1)::timestamp)
 $$;
 
@@ -118,9 +116,7 @@ revoke all on function guestpass.quota_resets_at(text, timestamptz) from public;
 
 create or replace function guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamptz)
     returns table (day date, resets_at timestamptz, free_used integer)
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select case when c.is_current then l.day else t.local_day end,
            case when not c.is_current then guestpass.quota_resets_at(p_timezone, p_at)
                 when p_at < l.resets_at then l.resets_at
@@ -156,9 +152,7 @@ create or replace function guestpass.quota_json(
     p_resets_at timestamptz
 )
 returns jsonb
-language sql
-stable
-as $$
+language sql stable as $$
     select pg_catalog.jsonb_build_object(
         'quota_remaining', greatest(p_allowance - p_free_used, 0),
         'daily_limit', p_allowance,
@@ -178,9 +172,7 @@ revoke all on function guestpass.quota_json(integer, integer, integer, boolean, 
 -- with search_path '' (get_quota, grant_credits, set_premium, set_timezone), and every name in it is qualified.
 create or replace function guestpass.quota_state(p_user uuid, p_at timestamptz)
 returns jsonb
-language plpgsql
-stable
-as $$
+language plpgsql stable as $$
 declare
     v_result jsonb;
 begin
@@ -201,8 +193,7 @@ revoke all on function guestpass.quota_state(uuid, timestamptz) from public;
 
 create or replace function guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamptz, p_app uuid default null)
     returns jsonb
-    language plpgsql
-    as $$
+    language plpgsql as $$
 declare
     v_app uuid;
     v_timezone text;
@@ -295,10 +286,7 @@ revoke all on function guestpass.consume_at(uuid, text, timestamptz, uuid) from 
 
 create or replace function public.consume_quota(p_user_id uuid default null, p_request_id text default null)
     returns jsonb
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 begin
     -- The user's existence in the claims' app is checked by consume_at's row lock (42501 'unknown user').
     return guestpass.consume_at(guestpass.caller_id(p_user_id), p_request_id, guestpass.clock(), auth.app_id());
@@ -319,11 +307,7 @@ grant execute on function public.consume_quota(uuid, text) to authenticated;
 
 create or replace function public.get_quota(p_user_id uuid default null)
 returns jsonb
-language plpgsql
-stable
-security definer
-set search_path = ''
-as $$
+language plpgsql stable security definer set search_path = '' as $$
 begin
     return guestpass.quota_state(guestpass.require_caller(p_user_id), guestpass.clock());
 end
@@ -344,11 +328,7 @@ create or replace function guestpass.apply_credit_change(
     p_idempotency_key text
 )
 returns integer
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid;
     v_balance integer;
@@ -411,10 +391,7 @@ revoke all on function guestpass.apply_credit_change(uuid, integer, text, text) 
 
 create or replace function guestpass.grant_credits_admin(p_user uuid, p_amount integer, p_reason text)
 returns integer
-language plpgsql
-volatile
-set search_path = ''
-as $$
+language plpgsql volatile set search_path = '' as $$
 begin
     if p_amount is null or p_amount <= 0 then
         raise exception 'the amount must be a positive integer' using errcode = '22023';
@@ -435,11 +412,7 @@ create or replace function public.grant_credits(
     p_idempotency_key text default null
 )
 returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_app_user(p_user_id);
 begin
@@ -464,11 +437,7 @@ grant execute on function public.grant_credits(uuid, integer, text, text) to ser
 
 create or replace function public.set_premium(p_user_id uuid, p_premium boolean)
 returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_app_user(p_user_id);
 begin
@@ -488,11 +457,7 @@ grant execute on function public.set_premium(uuid, boolean) to service_role;
 
 create or replace function public.set_timezone(p_timezone text)
 returns jsonb
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_caller(null);
 begin
@@ -514,9 +479,7 @@ grant execute on function public.set_timezone(text) to authenticated;
 
 create or replace function guestpass.check_credits_balance()
 returns trigger
-language plpgsql
-set search_path = ''
-as $$
+language plpgsql set search_path = '' as $$
 declare
     v_last integer;
 begin
@@ -550,9 +513,7 @@ revoke all on function guestpass.check_credits_balance() from public;
 -- Time zones: IANA names only, checked on write.
 create or replace function guestpass.check_user_timezone()
 returns trigger
-language plpgsql
-set search_path = ''
-as $$
+language plpgsql set search_path = '' as $$
 begin
     if new.timezone is null or new.timezone = 'UTC' then
         return new;  -- null: the NOT NULL constraint answers (23502); UTC: the default, skip the slow lookup

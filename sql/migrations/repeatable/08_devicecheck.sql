@@ -48,11 +48,7 @@ returns table (
     base_url text,
     welcome_grant_credits integer
 )
-language sql
-stable
-security definer
-set search_path = ''
-as $$
+language sql stable security definer set search_path = '' as $$
     select a.devicecheck_team_id, a.devicecheck_key_id, a.devicecheck_key_path, a.devicecheck_environment,
            a.devicecheck_base_url, a.welcome_grant_credits
     from guestpass.apps as a
@@ -68,11 +64,7 @@ grant execute on function guestpass_server.app_devicecheck_settings() to authent
 
 create or replace function guestpass_server.devicecheck_begin(p_token_hash text)
 returns table (status text, claim_id uuid, pending_claim_id uuid)
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -151,11 +143,7 @@ grant execute on function guestpass_server.devicecheck_begin(text) to authentica
 
 create or replace function guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision)
 returns boolean
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -198,11 +186,7 @@ grant execute on function guestpass_server.devicecheck_take_lease(uuid, double p
 
 create or replace function guestpass_server.devicecheck_finish(p_claim_id uuid, p_outcome text)
 returns table (granted boolean, credits_granted integer, credits_balance integer)
-language plpgsql
-volatile
-security definer
-set search_path = ''
-as $$
+language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

@@ -90,9 +90,7 @@
 
 create or replace function guestpass.user_identities(p_user uuid)
     returns jsonb
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select coalesce(
         jsonb_agg(
             jsonb_build_object(
@@ -119,11 +117,7 @@ revoke all on function guestpass.user_identities(uuid) from public;
 
 create or replace function guestpass_server.app_apple_settings()
     returns table (audiences text[], base_url text, team_id text, key_id text, key_path text)
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select a.apple_audiences, a.apple_base_url, a.apple_team_id, a.apple_key_id, a.apple_key_path
     from guestpass.apps as a
     where a.id = auth.app_id()
@@ -267,10 +261,7 @@ grant execute on function guestpass_server.sign_in_with_identity(text, text, tex
 
 create or replace function guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea)
     returns boolean
-    language sql
-    security definer
-    set search_path = ''
-    as $$
+    language sql security definer set search_path = '' as $$
     update guestpass.identities as i
     set apple_client_id = p_client_id, apple_refresh_token = p_sealed, updated_at = guestpass.clock()
     where i.app_id = auth.app_id() and i.provider = 'apple' and i.subject = p_subject
@@ -286,9 +277,7 @@ grant execute on function guestpass_server.store_apple_refresh_token(text, text,
 
 create or replace function auth.has_role(p_role text)
     returns boolean
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select coalesce((auth.jwt() -> 'app_metadata' -> 'roles') ? p_role, false)
 $$;
 
@@ -301,9 +290,7 @@ grant execute on function auth.has_role(text) to anon, authenticated, service_ro
 -- 1. The name rule and the flag.
 create or replace function guestpass.account_name(p_name text)
     returns text
-    language sql
-    immutable
-    as $$
+    language sql immutable as $$
     select case when btrim(p_name) = '' or lower(btrim(p_name)) = 'user' then null else btrim(p_name) end
 $$;
 
@@ -314,9 +301,7 @@ revoke all on function guestpass.account_name(text) from public;
 
 create or replace function guestpass.mark_account_setup()
     returns trigger
-    language plpgsql
-    set search_path = ''
-    as $$
+    language plpgsql set search_path = '' as $$
 begin
     new.app_metadata := new.app_metadata || jsonb_build_object(
         'needs_account_setup', guestpass.account_name(new.user_metadata ->> 'full_name') is null
@@ -354,11 +339,7 @@ create or replace function guestpass_server.current_user_profile()
         user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb,
         created_at timestamptz, updated_at timestamptz, session_active boolean, identities jsonb
     )
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select u.id, u.email, u.is_anonymous, u.user_metadata, u.app_metadata, u.created_at, u.updated_at,
            guestpass.session_is_live(u.id),
            guestpass.user_identities(u.id)
@@ -377,10 +358,7 @@ create or replace function guestpass_server.update_user(p_data jsonb)
         user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb,
         created_at timestamptz, updated_at timestamptz, session_active boolean, identities jsonb
     )
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -471,10 +449,7 @@ grant execute on function guestpass_server.update_user(jsonb) to authenticated;
 
 create or replace function public.complete_account_setup(p_full_name text)
     returns jsonb
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -518,9 +493,7 @@ grant execute on function public.complete_account_setup(text) to authenticated;
 
 create or replace function guestpass.user_references(p_schemas text[])
     returns table (schema_name name, table_name name, column_name name, on_delete "char")
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select n.nspname, c.relname, a.attname, k.confdeltype
     from pg_catalog.pg_constraint as k
     join pg_catalog.pg_class as c on c.oid = k.conrelid
@@ -546,10 +519,7 @@ revoke all on function guestpass.user_references(text[]) from public;
 -- 4. A merge ends the guest's sessions before it moves the guest's devices.
 create or replace function guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[])
     returns table (status text, guest_id uuid, credits_moved integer, credits_balance integer, rows_moved jsonb)
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_to uuid;
     v_app uuid;
@@ -660,10 +630,7 @@ grant execute on function guestpass_server.merge_guest(uuid, text, text[]) to au
 
 create or replace function guestpass_server.delete_account(p_schemas text[])
     returns table (apple_subject text, apple_client_id text, apple_refresh_token bytea)
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

@@ -43,20 +43,14 @@
 grant select on table public.partners to authenticated;
 
 drop policy if exists partners_select_own on public.partners;
-create policy partners_select_own on public.partners
-    as permissive
-    for select
-    to authenticated
+create policy partners_select_own on public.partners for select to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy partners_select_own on public.partners is 'A user reads only its own pairings, in its own app.';
 
 create or replace function guestpass.new_share_code(p_length integer, p_digits_only boolean)
     returns text
-    language plpgsql
-    volatile
-    set search_path = ''
-    as $$
+    language plpgsql volatile set search_path = '' as $$
 declare
     v_alphabet constant text := case when p_digits_only then '0123456789' else '23456789ABCDEFGHJKMNPQRSTUVWXYZ' end;
     v_size constant integer := char_length(v_alphabet);
@@ -88,10 +82,7 @@ revoke all on function guestpass.new_share_code(integer, boolean) from public;
 
 create or replace function guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean)
     returns text
-    language plpgsql
-    volatile
-    set search_path = ''
-    as $$
+    language plpgsql volatile set search_path = '' as $$
 declare
     v_length integer;
     v_digits boolean;
@@ -129,11 +120,7 @@ revoke all on function guestpass.assign_share_code(uuid, uuid, boolean) from pub
 
 create or replace function public.get_share_code()
     returns text
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     select guestpass.assign_share_code(c.user_id, c.app_id, false) from guestpass.require_user_and_app() as c
 $$;
 
@@ -145,11 +132,7 @@ grant execute on function public.get_share_code() to authenticated;
 
 create or replace function public.rotate_share_code()
     returns text
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     select guestpass.assign_share_code(c.user_id, c.app_id, true) from guestpass.require_user_and_app() as c
 $$;
 
@@ -160,9 +143,7 @@ grant execute on function public.rotate_share_code() to authenticated;
 
 create or replace function auth.partner_ids()
     returns setof uuid
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select p.partner_id from public.partners as p where p.user_id = auth.uid() and p.app_id = auth.app_id()
 $$;
 
@@ -174,9 +155,7 @@ grant execute on function auth.partner_ids() to authenticated;
 
 create or replace function auth.is_partner(p_user uuid)
     returns boolean
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select p_user in (select p.partner_id from auth.partner_ids() as p (partner_id))
 $$;
 
@@ -188,11 +167,7 @@ grant execute on function auth.is_partner(uuid) to authenticated;
 
 create or replace function public.pair_with_code(p_code text)
     returns jsonb
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -250,11 +225,7 @@ grant execute on function public.pair_with_code(text) to authenticated;
 
 create or replace function public.unpair(p_partner_id uuid)
     returns boolean
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -276,11 +247,7 @@ grant execute on function public.unpair(uuid) to authenticated;
 
 create or replace function public.list_partners()
     returns table (partner_id uuid, full_name text, paired_at timestamptz)
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select p.partner_id, guestpass.account_name(u.user_metadata ->> 'full_name'), p.created_at
     from public.partners as p
     join public.users as u on u.id = p.partner_id
@@ -295,10 +262,7 @@ grant execute on function public.list_partners() to authenticated;
 
 create or replace function guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer)
     returns timestamptz
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

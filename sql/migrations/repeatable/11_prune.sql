@@ -19,10 +19,7 @@ create or replace function guestpass.prune_batch(
     p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid default null
 )
     returns table (removed integer, more boolean, next_after uuid)
-    language plpgsql
-    volatile
-    set search_path = ''
-    as $$
+    language plpgsql volatile set search_path = '' as $$
 declare
     v_now timestamptz := guestpass.clock();
     v_candidates uuid[];

@@ -15,11 +15,7 @@
 
 create or replace function guestpass_server.refuse_table_result(p_code text, p_rows bigint)
     returns text
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 begin
     raise exception '%', p_code using errcode = 'PGRST', detail = p_rows::text;
 end

@@ -96,10 +96,7 @@
 -- column, no image) gives null, never an error. One expression, inlined into the capture's INSERT (no SET clause).
 create or replace function guestpass.realtime_app_id(p_image jsonb)
     returns uuid
-    language sql
-    immutable
-    parallel safe
-    as $$
+    language sql immutable parallel safe as $$
     select case when p_image ->> 'app_id' ~ '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$'
                 then (p_image ->> 'app_id')::uuid
            end
@@ -114,10 +111,7 @@ revoke all on function guestpass.realtime_app_id(jsonb) from public;
 -- capture calls it only for a row over 256 KiB as stored.
 create or replace function guestpass.realtime_image(p_row anyelement)
     returns jsonb
-    language plpgsql
-    stable
-    set search_path = ''
-    as $$
+    language plpgsql stable set search_path = '' as $$
 begin
     return pg_catalog.to_jsonb(p_row);
 exception when others then
@@ -134,11 +128,7 @@ revoke all on function guestpass.realtime_image(anyelement) from public;
 -- NEW and OLD are null where the operation has none (PostgreSQL 11+).
 create or replace function guestpass.realtime_capture()
     returns trigger
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_record jsonb;
     v_old jsonb;
@@ -178,11 +168,7 @@ revoke all on function guestpass.realtime_capture() from public;
 -- nothing.
 create or replace function guestpass.realtime_capture_statement()
     returns trigger
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 begin
     if TG_OP = 'INSERT' then
         insert into guestpass.realtime_changes (kind, schema_name, table_name, app_id, record)
@@ -225,9 +211,7 @@ revoke all on function guestpass.realtime_capture_statement() from public;
 -- and function, not disabled), and the statement that creates it as wanted.
 create or replace function guestpass.realtime_capture_triggers()
     returns table (table_oid oid, trigger_name name, wanted boolean, present boolean, current boolean, definition text)
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     with publication as (
         select p.pubinsert, p.pubupdate, p.pubdelete,
                pg_catalog.concat_ws(' or ', case when p.pubinsert then 'insert' end,
@@ -303,9 +287,7 @@ revoke all on function guestpass.realtime_capture_triggers() from public;
 -- ones, each current).
 create or replace function guestpass.realtime_capture_state()
     returns table (table_oid oid, wanted boolean, present boolean, current boolean)
-    language sql
-    stable
-    as $$
+    language sql stable as $$
     select t.table_oid, pg_catalog.bool_or(t.wanted), pg_catalog.bool_or(t.present), pg_catalog.bool_and(t.current)
     from guestpass.realtime_capture_triggers() as t
     group by t.table_oid
@@ -332,11 +314,7 @@ revoke all on function guestpass.realtime_capture_state() from public;
 -- names); otherwise the publication lists the partitions themselves, and each gets the row trigger.
 create or replace function guestpass_server.realtime_sync()
     returns table (schema_name text, table_name text)
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_lock_timeout text := pg_catalog.current_setting('lock_timeout');
     v_table record;
@@ -406,11 +384,7 @@ create or replace function guestpass_server.realtime_poll(p_previous pg_snapshot
         snapshot text, seq bigint, kind text, schema_name text, table_name text, app_id uuid, topic text, event text,
         record text, old_record text, origin uuid, commit_timestamp text
     )
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select s.snapshot::text, c.seq, c.kind::text, c.schema_name, c.table_name, c.app_id, c.topic, c.event,
            c.record::text, c.old_record::text, c.origin,
            pg_catalog.to_char(pg_catalog.timezone('UTC', c.at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
@@ -441,11 +415,7 @@ grant execute on function guestpass_server.realtime_poll(pg_snapshot) to guestpa
 -- guestpass.clock() (tests move it).
 create or replace function guestpass_server.realtime_prune(p_retention interval)
     returns bigint
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_now timestamptz := guestpass.clock();
     v_mark timestamptz;
@@ -492,11 +462,7 @@ create or replace function guestpass_server.realtime_broadcast(
     p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid
 )
     returns void
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     insert into guestpass.realtime_changes (kind, app_id, topic, event, record, origin)
     values ('BROADCAST', p_app, p_topic, p_event, p_payload, p_origin)
 $$;
@@ -521,9 +487,7 @@ grant execute on function guestpass_server.realtime_broadcast(uuid, text, text, 
 -- replaced by the ref alone.
 create or replace function guestpass.realtime_presence_meta(p_meta jsonb, p_ref text)
     returns jsonb
-    language sql
-    immutable
-    as $$
+    language sql immutable as $$
     select case when pg_catalog.jsonb_typeof(p_meta) = 'object'
                 then p_meta || pg_catalog.jsonb_build_object('phx_ref', p_ref)
                 else pg_catalog.jsonb_build_object('phx_ref', p_ref)
@@ -543,11 +507,7 @@ create or replace function guestpass_server.realtime_presence_track(
     p_lease interval default interval '30 seconds'
 )
     returns boolean
-    language plpgsql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_until timestamptz := guestpass.clock() + coalesce(p_lease, interval '30 seconds');
 begin
@@ -592,11 +552,7 @@ create or replace function guestpass_server.realtime_presence_untrack(
     p_app uuid, p_topic text, p_key text, p_replica uuid, p_ref text
 )
     returns boolean
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     with gone as (
         delete from guestpass.realtime_presence as p
         where p.app_id = p_app and p.topic = p_topic and p.presence_key = p_key and p.phx_ref = p_ref
@@ -631,11 +587,7 @@ grant execute on function guestpass_server.realtime_presence_untrack(uuid, text,
 -- until realtime_presence_expire logs their leave), by key, oldest first. Build {key: {"metas": [meta…]}} from it.
 create or replace function guestpass_server.realtime_presence_state(p_app uuid, p_topic text)
     returns table (presence_key text, phx_ref text, meta text)
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select p.presence_key, p.phx_ref, guestpass.realtime_presence_meta(p.meta, p.phx_ref)::text
     from guestpass.realtime_presence as p
     where p.app_id = p_app and p.topic = p_topic
@@ -653,11 +605,7 @@ grant execute on function guestpass_server.realtime_presence_state(uuid, text) t
 -- of the database (the table is unlogged): track those again.
 create or replace function guestpass_server.realtime_presence_renew(p_replica uuid, p_lease interval)
     returns integer
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     with renewed as (
         update guestpass.realtime_presence as p
         set lease_until = guestpass.clock() + p_lease
@@ -679,11 +627,7 @@ grant execute on function guestpass_server.realtime_presence_renew(uuid, interva
 -- logged once. Origin null: every replica delivers it, the caller included. Returns the metas removed.
 create or replace function guestpass_server.realtime_presence_expire()
     returns table (app_id uuid, topic text, presence_key text, phx_ref text, replica uuid)
-    language sql
-    volatile
-    security definer
-    set search_path = ''
-    as $$
+    language sql volatile security definer set search_path = '' as $$
     with gone as (
         delete from guestpass.realtime_presence as p
         where p.lease_until < guestpass.clock()
@@ -723,11 +667,7 @@ grant execute on function guestpass_server.realtime_presence_expire() to guestpa
 -- ended by a device revocation (revoke_device sets the sessions' revoked_at) or deleted with its user is closed.
 create or replace function guestpass_server.realtime_live_sessions(p_sessions uuid[])
     returns table (session_id uuid)
-    language sql
-    stable
-    security definer
-    set search_path = ''
-    as $$
+    language sql stable security definer set search_path = '' as $$
     select s.id
     from guestpass.sessions as s
     where s.id = any (p_sessions) and s.revoked_at is null
