@@ -112,8 +112,6 @@ $$;
 comment on function auth.jwt() is
     'The verified caller''s JWT claims (transaction-local request.jwt.claims) as a JSON object; null when unset or not '
     'an object. Raises 22P02 if the setting is not JSON. Inlinable: one expression, no SET clause.';
-revoke all on function auth.jwt() from public;
-grant execute on function auth.jwt() to anon, authenticated, service_role;
 
 -- The claims, read for less. Every read of a uuid claim (auth.uid(), auth.app_id(), auth.device_id()) parses the
 -- request's claims twice (the test, then the cast: an inlined expression has no common subexpressions); as json rather
@@ -136,8 +134,6 @@ comment on function auth.claim_uuid(text) is
     'when the claims are not a JSON object (never raises on it). Inlinable: one expression, no SET clause, so '
     'auth.uid(), auth.app_id() and auth.device_id() inline to it. Parses the claims as json, not jsonb: the same '
     'value at about half the cost of a parse (0042).';
-revoke all on function auth.claim_uuid(text) from public;
-grant execute on function auth.claim_uuid(text) to anon, authenticated, service_role;
 
 create or replace function auth.uid()
 returns uuid
@@ -145,8 +141,6 @@ language sql stable as $$ select auth.claim_uuid('sub') $$;
 
 comment on function auth.uid() is
     'The caller''s user id (claim sub), or null. Policies should call it as (select auth.uid()).';
-revoke all on function auth.uid() from public;
-grant execute on function auth.uid() to anon, authenticated, service_role;
 
 create or replace function auth.role()
 returns text
@@ -154,8 +148,6 @@ language sql stable as $$ select nullif(pg_catalog.current_setting('request.jwt.
 
 comment on function auth.role() is
     'The caller''s role claim (anon, authenticated, service_role), or null. Inlinable: one expression, no SET clause.';
-revoke all on function auth.role() from public;
-grant execute on function auth.role() to anon, authenticated, service_role;
 
 create or replace function auth.device_id()
 returns uuid
@@ -163,16 +155,12 @@ language sql stable as $$ select auth.claim_uuid('device_id') $$;
 
 comment on function auth.device_id() is
     'The caller''s device: the public id of a public.devices row (claim device_id), or null.';
-revoke all on function auth.device_id() from public;
-grant execute on function auth.device_id() to anon, authenticated, service_role;
 
 create or replace function auth.app_id()
 returns uuid
 language sql stable as $$ select auth.claim_uuid('app_id') $$;
 
 comment on function auth.app_id() is 'The caller''s app, a guestpass.apps id (claim app_id), or null.';
-revoke all on function auth.app_id() from public;
-grant execute on function auth.app_id() to anon, authenticated, service_role;
 
 create or replace function guestpass.clock()
 returns timestamptz
@@ -188,7 +176,6 @@ comment on function guestpass.clock() is
     'refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s '
     'guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults '
     'and the updated_at trigger, which may run as a request role, keep now(). Inlinable: one expression, no SET clause.';
-revoke all on function guestpass.clock() from public;
 
 create or replace function guestpass.iso_utc(p_at timestamptz)
 returns text
@@ -197,7 +184,6 @@ language sql stable as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p
 comment on function guestpass.iso_utc(timestamptz) is
     'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the '
     'session''s TimeZone). Inlinable: one expression, no SET clause.';
-revoke all on function guestpass.iso_utc(timestamptz) from public;
 
 create or replace function guestpass.refuse_argument(p_message text)
     returns void
@@ -210,7 +196,6 @@ $$;
 comment on function guestpass.refuse_argument(text) is
     'GuestPass internal: raises 22023 (invalid_parameter_value) with message p_message: the refusing branch of the '
     'inlinable argument checks guestpass.require_hex_sha256 and guestpass.check_rate_limit_arguments.';
-revoke all on function guestpass.refuse_argument(text) from public;
 
 create or replace function guestpass.refuse_caller(p_message text)
     returns uuid
@@ -223,7 +208,6 @@ $$;
 comment on function guestpass.refuse_caller(text) is
     'GuestPass internal: raises 42501 with message p_message (the refusing branch of guestpass.caller_id and '
     'guestpass.require_app). Returns uuid only so that it can stand in a CASE or COALESCE of a uuid.';
-revoke all on function guestpass.refuse_caller(text) from public;
 
 create or replace function guestpass.require_hex_sha256(p_value text, p_name text)
     returns void
@@ -239,7 +223,6 @@ comment on function guestpass.require_hex_sha256(text, text) is
     'digits (null included: a caller whose argument is optional checks for null first). Tested as octet_length = 64 '
     'and no character outside [0-9a-f], the cheap form of ^[0-9a-f]{64}$ (0041). Inlinable: one CASE expression, no '
     'SET clause; VOLATILE because its refuser (guestpass.refuse_argument) is (0042).';
-revoke all on function guestpass.require_hex_sha256(text, text) from public;
 
 create or replace function guestpass.require_app()
     returns uuid
@@ -251,7 +234,6 @@ comment on function guestpass.require_app() is
     'GuestPass internal: the app of the request (claim app_id, auth.app_id()); raises 42501 ''no app in the request '
     'claims'' when there is none or it is not a uuid. Inlinable: one expression, no SET clause (0042); VOLATILE '
     'because its refuser (guestpass.refuse_caller) is.';
-revoke all on function guestpass.require_app() from public;
 
 create or replace function guestpass.require_user_and_app(out user_id uuid, out app_id uuid)
 returns record
@@ -268,7 +250,6 @@ $$;
 comment on function guestpass.require_user_and_app() is
     'GuestPass internal: the caller''s user (claim sub, auth.uid()) and app (claim app_id, auth.app_id()); raises '
     '42501 ''no user or app in the request claims'' unless both are present. Does not check that they exist.';
-revoke all on function guestpass.require_user_and_app() from public;
 
 create or replace function guestpass.require_app_user(p_user_id uuid)
 returns uuid
@@ -286,7 +267,6 @@ $$;
 
 comment on function guestpass.require_app_user(uuid) is
     'GuestPass internal: p_user_id when it is a user of the claims'' app; else raises 42501.';
-revoke all on function guestpass.require_app_user(uuid) from public;
 
 -- An app's backend reads and spends its users' quota: the quota document's server-side function calls
 -- rpc('get_quota', {p_user_id}) and rpc('consume_quota', {p_user_id, p_request_id}) with the app's secret key (role
@@ -313,8 +293,6 @@ begin
 end
 $$;
 
-revoke all on function guestpass.backend_user(uuid) from public;
-
 comment on function guestpass.backend_user(uuid) is
     'GuestPass internal: the user an app''s backend (role service_role, no user in the claims) acts for: p_user_id when '
     'it is a user of the claims'' app; else PT404 ''unknown user'' (the same for an unknown id and another app''s user); '
@@ -339,7 +317,6 @@ comment on function guestpass.caller_id(uuid) is
     '''unknown user'', 22023 when null), for any other role 42501 ''no user in the request claims''. Does not check '
     'that a signed-in caller exists (guestpass.require_caller does). Inlinable: one expression, no SET clause; reads '
     'the claims once when p_user_id is null (0042, 0047).';
-revoke all on function guestpass.caller_id(uuid) from public;
 
 create or replace function guestpass.require_caller(p_user_id uuid)
     returns uuid
@@ -357,4 +334,12 @@ $$;
 comment on function guestpass.require_caller(uuid) is
     'GuestPass internal: the caller''s user id (guestpass.caller_id) when the user exists in the claims'' app; else '
     'raises 42501. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
-revoke all on function guestpass.require_caller(uuid) from public;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function auth.jwt(), auth.claim_uuid(text), auth.uid(), auth.role(), auth.device_id(), auth.app_id(),
+    guestpass.clock(), guestpass.iso_utc(timestamptz), guestpass.refuse_argument(text), guestpass.refuse_caller(text),
+    guestpass.require_hex_sha256(text, text), guestpass.require_app(), guestpass.require_user_and_app(),
+    guestpass.require_app_user(uuid), guestpass.backend_user(uuid), guestpass.caller_id(uuid),
+    guestpass.require_caller(uuid) from public;
+grant execute on function auth.jwt(), auth.claim_uuid(text), auth.uid(), auth.role(), auth.device_id(), auth.app_id()
+    to anon, authenticated, service_role;

@@ -13,5 +13,7 @@ $$;
 comment on function guestpass_server.resolve_api_key(text) is
     'GuestPass server: the app and kind (publishable or secret) of the API key whose lowercase hex SHA-256 is '
     'p_key_hash, or no row when it is unknown or revoked. The server calls it as anon before it knows the app.';
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass_server.resolve_api_key(text) from public;
 grant execute on function guestpass_server.resolve_api_key(text) to anon;

@@ -47,7 +47,6 @@ $$;
 
 comment on function guestpass.set_updated_at() is
     'GuestPass: BEFORE UPDATE trigger that sets updated_at to the transaction time.';
-revoke all on function guestpass.set_updated_at() from public;
 
 create or replace trigger users_set_updated_at
     before update on public.users
@@ -70,8 +69,6 @@ $$;
 comment on function public.list_devices() is
     'The caller''s devices that are not revoked: public id, model, OS and app version, created, last seen, and whether '
     'it is the caller''s own (claim device_id), oldest first.';
-revoke all on function public.list_devices() from public;
-grant execute on function public.list_devices() to authenticated;
 
 create or replace function public.revoke_device(p_device_id uuid)
     returns boolean
@@ -111,5 +108,7 @@ comment on function public.revoke_device(uuid) is
     'Revokes one of the caller''s devices: its sessions and refresh tokens end at once and its secret signs in no more '
     '(PT401 device revoked). False when it is not a live device of the caller. The account''s last way in (no other '
     'device, no Apple identity, no recovery code) is refused: PT409.';
-revoke all on function public.revoke_device(uuid) from public;
-grant execute on function public.revoke_device(uuid) to authenticated;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.set_updated_at(), public.list_devices(), public.revoke_device(uuid) from public;
+grant execute on function public.list_devices(), public.revoke_device(uuid) to authenticated;

@@ -27,7 +27,6 @@ comment on function guestpass.session_is_live(uuid) is
     'GuestPass internal: whether the request''s session (claim session_id) is a session of p_user that has not ended '
     '(signed out, or its device revoked). The one check behind every signed-in call that must refuse an access token '
     'outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active).';
-revoke all on function guestpass.session_is_live(uuid) from public;
 
 create or replace function guestpass_server.refresh_session(
     p_session_id uuid,
@@ -134,8 +133,6 @@ $$;
 
 comment on function guestpass_server.refresh_session(uuid, integer, text, text, double precision) is
     'GuestPass server: refresh-token rotation with GoTrue''s rules, in the caller''s app (claim app_id). The server passes the session id and counter it read from the token, the token''s hash, and the hash of the token for counter + 1. Always returns one row; status is: rotated (the active token: revoked, counter + 1 issued, active_counter = the new counter); reused (the parent of the active token, at any age, or an older token revoked at most p_reuse_window_seconds ago: nothing changes, the server re-derives the token of active_counter); refresh_token_already_used (an older token outside the window: the session and all its tokens are revoked, and committed); refresh_token_not_found (unknown hash, or not that session and counter); session_not_found (no such session in the app, or revoked). The user columns are set only for rotated and reused. Concurrent refreshes of one session are serialised by a row lock. Time is guestpass.clock(): it stamps revoked_at, refreshed_at and the device''s last_seen_at, and the reuse window is revoked_at + p_reuse_window_seconds >= guestpass.clock(). Raises 42501 without an app claim, 22023 on an invalid next hash or window.';
-revoke all on function guestpass_server.refresh_session(uuid, integer, text, text, double precision) from public;
-grant execute on function guestpass_server.refresh_session(uuid, integer, text, text, double precision) to anon;
 
 create or replace function guestpass_server.sign_out(p_scope text)
 returns integer
@@ -182,5 +179,10 @@ comment on function guestpass_server.sign_out(text) is
     'global every session of the user, others every session but the claims'' one; each revoked session''s refresh '
     'tokens are revoked with it (revoked_at = guestpass.clock()). Returns the number of sessions revoked (0 when '
     'already signed out). Raises 42501 without a user or app claim, 22023 on another scope.';
-revoke all on function guestpass_server.sign_out(text) from public;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.session_is_live(uuid),
+    guestpass_server.refresh_session(uuid, integer, text, text, double precision), guestpass_server.sign_out(text)
+    from public;
+grant execute on function guestpass_server.refresh_session(uuid, integer, text, text, double precision) to anon;
 grant execute on function guestpass_server.sign_out(text) to authenticated;

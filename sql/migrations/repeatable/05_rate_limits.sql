@@ -69,7 +69,6 @@ $$;
 comment on function guestpass.bucket_tokens(double precision, timestamptz, timestamptz, integer, double precision) is
     'GuestPass internal: the tokens a bucket holds at p_now, having held p_tokens at p_updated_at and refilled at '
     'p_refill_per_second since, up to p_capacity (time running backwards refills nothing). Inlinable: no SET clause.';
-revoke all on function guestpass.bucket_tokens(double precision, timestamptz, timestamptz, integer, double precision) from public;
 
 create or replace function guestpass.check_rate_limit_arguments(
     p_bucket text, p_capacity integer, p_refill_per_second double precision
@@ -94,7 +93,6 @@ comment on function guestpass.check_rate_limit_arguments(text, integer, double p
     'at least 1 and a positive, finite refill rate per second. Shared by take_rate_limit, peek_rate_limit, '
     'sharded_rate_limit and take_signup_tokens. Inlinable: one CASE expression, no SET clause; VOLATILE because its '
     'refuser (guestpass.refuse_argument) is (0042).';
-revoke all on function guestpass.check_rate_limit_arguments(text, integer, double precision) from public;
 
 create or replace function guestpass.raise_rate_limited(p_wait_seconds double precision)
 returns void
@@ -111,7 +109,6 @@ comment on function guestpass.raise_rate_limited(double precision) is
     'GuestPass internal: raises PT429 ''rate limit exceeded'' with the whole seconds to wait (rounded up) as detail '
     'when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server '
     'turns it into HTTP 429 with Retry-After.';
-revoke all on function guestpass.raise_rate_limited(double precision) from public;
 
 create or replace function guestpass.peek_rate_limit(
     p_bucket text,
@@ -144,7 +141,6 @@ comment on function guestpass.peek_rate_limit(text, integer, double precision) i
     'GuestPass internal: what take_rate_limit would answer now, at guestpass.clock() (0 or the seconds until a token '
     'is available), without taking a token or locking the bucket. Lets a caller refuse early, before any write, and '
     'take the token itself at the end of its transaction so the bucket row stays locked only briefly.';
-revoke all on function guestpass.peek_rate_limit(text, integer, double precision) from public;
 
 -- 1. A refused take locks nothing.
 create or replace function guestpass.take_rate_limit(
@@ -207,7 +203,6 @@ comment on function guestpass.take_rate_limit(text, integer, double precision) i
     'updated_at allows. A take is stamped with its transaction''s start, not the moment it ran: a take from a full '
     'bucket can leave the next one up to rate × (that transaction''s age) more than an exact clock would, e.g. about '
     '0.14 of a token of the per-app sign-up bucket for a 50 ms sign-up.';
-revoke all on function guestpass.take_rate_limit(text, integer, double precision) from public;
 
 create or replace function guestpass.enforce_rate_limit(
     p_bucket text,
@@ -222,7 +217,6 @@ $$;
 comment on function guestpass.enforce_rate_limit(text, integer, double precision) is
     'GuestPass internal: takes one token from p_bucket (take_rate_limit) or raises PT429 with the seconds to wait '
     '(raise_rate_limited) and takes nothing.';
-revoke all on function guestpass.enforce_rate_limit(text, integer, double precision) from public;
 
 -- 3. The shard layout, in one place.
 create or replace function guestpass.shard_count(p_capacity integer)
@@ -234,7 +228,6 @@ $$;
 comment on function guestpass.shard_count(integer) is
     'GuestPass internal: how many shards a sharded bucket of capacity p_capacity has (guestpass.sharded_rate_limit): '
     'K = least(16, p_capacity / 8), at least 1. Inlinable.';
-revoke all on function guestpass.shard_count(integer) from public;
 
 create or replace function guestpass.shard_capacity(p_capacity integer, p_shards integer, p_shard integer)
     returns integer
@@ -246,7 +239,6 @@ comment on function guestpass.shard_capacity(integer, integer, integer) is
     'GuestPass internal: the capacity of shard p_shard (0-based) of a bucket of capacity p_capacity spread over '
     'p_shards shards: p_capacity / p_shards, one more for the first p_capacity % p_shards shards, so that they sum to '
     'p_capacity. Inlinable.';
-revoke all on function guestpass.shard_capacity(integer, integer, integer) from public;
 
 create or replace function guestpass.shard_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer,
@@ -269,7 +261,6 @@ comment on function guestpass.shard_rate_limit(text, integer, double precision, 
     'GuestPass internal: take_rate_limit (p_take) or peek_rate_limit on shard p_shard of p_shards of the sharded '
     'bucket p_bucket (guestpass.sharded_rate_limit): row <p_bucket>:<p_shard>, capacity p_capacity / p_shards (one more '
     'when p_shard < p_capacity % p_shards), refill p_refill_per_second / p_shards.';
-revoke all on function guestpass.shard_rate_limit(text, integer, double precision, integer, integer, boolean) from public;
 
 create or replace function guestpass.sharded_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean
@@ -324,7 +315,6 @@ comment on function guestpass.sharded_rate_limit(text, integer, double precision
     'then the fullest; with p_take takes a token (take_rate_limit), else only looks (peek_rate_limit). Returns 0, or '
     'the seconds until a shard holds a whole token again (at most K / p_refill_per_second). p_capacity takes in a row '
     'succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
-revoke all on function guestpass.sharded_rate_limit(text, integer, double precision, boolean) from public;
 
 -- Idle buckets are deleted by `guestpass prune` (guestpass.prune_batch, kind rate_limits); the former
 -- guestpass.prune_rate_limits(interval) had no caller left.
@@ -356,7 +346,6 @@ comment on function guestpass.client_address_key_parsed(text) is
     'GuestPass internal: guestpass.client_address_key of an address that is not blank and not a canonical dotted quad: '
     'parsed as inet, an IPv6 address is its /64 network, an IPv4-mapped IPv6 address its IPv4 address, another IPv4 '
     'spelling its canonical form (host(inet)), and text that is no address itself (at most 255 characters).';
-revoke all on function guestpass.client_address_key_parsed(text) from public;
 
 create or replace function guestpass.client_address_key(p_address text)
     returns text
@@ -376,4 +365,14 @@ comment on function guestpass.client_address_key(text) is
     'its /64 network (one customer''s LAN), an IPv4-mapped IPv6 address as its IPv4 address, a blank one as '
     '''unknown'', and text that is no address as itself (at most 255 characters). Inlinable: the blank address and the '
     'canonical dotted quad are one CASE expression; anything else is guestpass.client_address_key_parsed (0042).';
-revoke all on function guestpass.client_address_key(text) from public;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.bucket_tokens(double precision, timestamptz, timestamptz, integer, double precision),
+    guestpass.check_rate_limit_arguments(text, integer, double precision),
+    guestpass.raise_rate_limited(double precision), guestpass.peek_rate_limit(text, integer, double precision),
+    guestpass.take_rate_limit(text, integer, double precision),
+    guestpass.enforce_rate_limit(text, integer, double precision), guestpass.shard_count(integer),
+    guestpass.shard_capacity(integer, integer, integer),
+    guestpass.shard_rate_limit(text, integer, double precision, integer, integer, boolean),
+    guestpass.sharded_rate_limit(text, integer, double precision, boolean), guestpass.client_address_key_parsed(text),
+    guestpass.client_address_key(text) from public;

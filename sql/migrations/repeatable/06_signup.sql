@@ -109,7 +109,6 @@ comment on function guestpass.take_signup_limits(uuid, text) is
     'guestpass.signup_ip_burst, guestpass.signup_ip_rate_per_hour, guestpass.signup_app_burst and '
     'guestpass.signup_app_rate_per_hour (the server sets them at connect time from its configuration), defaulting to '
     '30, 30, 1000 and 10000.';
-revoke all on function guestpass.take_signup_limits(uuid, text) from public;
 
 create or replace function guestpass.take_signup_tokens(
     p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision,
@@ -181,7 +180,6 @@ comment on function guestpass.take_signup_tokens(uuid, text, integer, double pre
     'is the same for every caller, so two sign-ups never lock the two rows in opposite orders. Shared by '
     'guestpass_server.sign_up_guest and guestpass.take_signup_limits (create_guest_user). Runs with its caller''s '
     'rights (only SECURITY DEFINER functions of the owner call it).';
-revoke all on function guestpass.take_signup_tokens(uuid, text, integer, double precision, integer, double precision) from public;
 
 create or replace function guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb)
 returns table (user_id uuid, device_id uuid, created boolean)
@@ -250,7 +248,6 @@ comment on function guestpass.ensure_guest_device(uuid, text, jsonb) is
     '(app_id, secret_hash) first. A revoked device (devices.revoked_at) raises PT401 ''device revoked''. Concurrent '
     'calls for one device serialise on an advisory lock (shared with redeem_account_code), so one user is ever '
     'created per device.';
-revoke all on function guestpass.ensure_guest_device(uuid, text, jsonb) from public;
 
 create or replace function guestpass_server.sign_up_guest(
     p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer,
@@ -368,8 +365,6 @@ comment on function guestpass_server.sign_up_guest(
     'and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null '
     'without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds '
     'or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
-revoke all on function guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, double precision, text, uuid, text) from public;
-grant execute on function guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, double precision, text, uuid, text) to anon;
 
 create or replace function public.create_guest_user(p_device_id uuid)
 returns uuid
@@ -414,5 +409,14 @@ comment on function public.create_guest_user(uuid) is
     'client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text '
     '(encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')), in guestpass.device_secrets. Returns '
     'only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4.';
-revoke all on function public.create_guest_user(uuid) from public;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.take_signup_limits(uuid, text),
+    guestpass.take_signup_tokens(uuid, text, integer, double precision, integer, double precision),
+    guestpass.ensure_guest_device(uuid, text, jsonb),
+    guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, double precision, text, uuid, text),
+    public.create_guest_user(uuid) from public;
+grant execute on function
+    guestpass_server.sign_up_guest(text, jsonb, jsonb, text, integer, double precision, integer, double precision, text, uuid, text)
+    to anon;
 grant execute on function public.create_guest_user(uuid) to anon, authenticated, service_role;

@@ -112,7 +112,6 @@ $$;
 comment on function guestpass.quota_resets_at(text, timestamptz) is
     'GuestPass internal: the next local midnight after p_at in time zone p_timezone (a midnight skipped by a DST change '
     'resolves to the first instant of the new day). Inlinable: one expression, no SET clause.';
-revoke all on function guestpass.quota_resets_at(text, timestamptz) from public;
 
 create or replace function guestpass.quota_day(p_user uuid, p_timezone text, p_at timestamptz)
     returns table (day date, resets_at timestamptz, free_used integer)
@@ -142,7 +141,6 @@ comment on function guestpass.quota_day(uuid, text, timestamptz) is
     '(after a move west; resets_at is then the local midnight after that date), else a new day keyed by the local '
     'date that ends at the next local midnight (free_used 0). So a timezone change takes effect from the next day. '
     'Inlinable where used in FROM: one SQL query, STABLE, no SET clause.';
-revoke all on function guestpass.quota_day(uuid, text, timestamptz) from public;
 
 create or replace function guestpass.quota_json(
     p_allowance integer,
@@ -166,7 +164,6 @@ comment on function guestpass.quota_json(integer, integer, integer, boolean, tim
     'GuestPass internal: the quota object of get_quota and consume_quota: {quota_remaining (free left in the quota '
     'day), daily_limit, credits_remaining, is_premium, resets_at (ISO-8601 UTC)}. Inlinable: one expression, no SET '
     'clause (STABLE, as guestpass.iso_utc is).';
-revoke all on function guestpass.quota_json(integer, integer, integer, boolean, timestamptz) from public;
 
 -- Runs as its caller, with its caller's search_path: it is called only by SECURITY DEFINER functions of its owner
 -- with search_path '' (get_quota, grant_credits, set_premium, set_timezone), and every name in it is qualified.
@@ -189,7 +186,6 @@ $$;
 comment on function guestpass.quota_state(uuid, timestamptz) is
     'GuestPass internal: user p_user''s quota at p_at (guestpass.quota_json of the current quota day, see '
     'guestpass.quota_day); null for an unknown user.';
-revoke all on function guestpass.quota_state(uuid, timestamptz) from public;
 
 create or replace function guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamptz, p_app uuid default null)
     returns jsonb
@@ -282,7 +278,6 @@ comment on function guestpass.consume_at(uuid, text, timestamptz, uuid) is
     'When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), '
     'hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on bad arguments or an '
     'unknown user, 42501 on a user unknown in p_app (public.consume_quota passes the caller''s app).';
-revoke all on function guestpass.consume_at(uuid, text, timestamptz, uuid) from public;
 
 create or replace function public.consume_quota(p_user_id uuid default null, p_request_id text default null)
     returns jsonb
@@ -302,8 +297,6 @@ comment on function public.consume_quota(uuid, text) is
     'backend (service_role) passes a user of its app (else PT404 ''unknown user'', the same for an unknown id and '
     'another app''s user; null is 22023), with the same idempotency, 429 and ledger as the user''s own call. A bad '
     'request id is 22023.';
-revoke all on function public.consume_quota(uuid, text) from public;
-grant execute on function public.consume_quota(uuid, text) to authenticated;
 
 create or replace function public.get_quota(p_user_id uuid default null)
 returns jsonb
@@ -318,8 +311,6 @@ comment on function public.get_quota(uuid) is
     'credits_remaining, is_premium, resets_at (ISO-8601 UTC, next local midnight)}. A signed-in user may pass only '
     'itself as p_user_id (or null; else 42501). An app''s backend (service_role) passes a user of its app (else PT404 '
     '''unknown user'', for an unknown id and another app''s user alike; null is 22023).';
-revoke all on function public.get_quota(uuid) from public;
-grant execute on function public.get_quota(uuid) to authenticated;
 
 create or replace function guestpass.apply_credit_change(
     p_user uuid,
@@ -387,7 +378,6 @@ comment on function guestpass.apply_credit_change(uuid, integer, text, text) is
     'p_reason, balance_after) and the new users.credits_balance, and returns it. A p_idempotency_key the user has '
     'used before returns that row''s balance_after and writes nothing (22023 if it was another change or reason). '
     'Raises 22023 on a zero change, a missing reason, an unknown user, or a balance that would go negative.';
-revoke all on function guestpass.apply_credit_change(uuid, integer, text, text) from public;
 
 create or replace function guestpass.grant_credits_admin(p_user uuid, p_amount integer, p_reason text)
 returns integer
@@ -403,7 +393,6 @@ $$;
 comment on function guestpass.grant_credits_admin(uuid, integer, text) is
     'GuestPass, for the guestpass CLI (the owner): adds p_amount (> 0) credits to user p_user with ledger reason '
     'p_reason (default admin) and returns the new balance. Raises 22023 on a bad amount or an unknown user.';
-revoke all on function guestpass.grant_credits_admin(uuid, integer, text) from public;
 
 create or replace function public.grant_credits(
     p_user_id uuid,
@@ -432,8 +421,6 @@ comment on function public.grant_credits(uuid, integer, text, text) is
     'caller''s app (else 42501), with ledger reason p_reason (default grant). A p_idempotency_key (up to 255 '
     'characters, stored as grant:<key>) used before for this user grants nothing again. Returns the user''s quota '
     '(get_quota''s object).';
-revoke all on function public.grant_credits(uuid, integer, text, text) from public;
-grant execute on function public.grant_credits(uuid, integer, text, text) to service_role;
 
 create or replace function public.set_premium(p_user_id uuid, p_premium boolean)
 returns jsonb
@@ -452,8 +439,6 @@ $$;
 comment on function public.set_premium(uuid, boolean) is
     'GuestPass, for an app''s backend (service_role): makes user p_user_id of the caller''s app (else 42501) premium '
     '(unmetered) or not. Returns the user''s quota (get_quota''s object).';
-revoke all on function public.set_premium(uuid, boolean) from public;
-grant execute on function public.set_premium(uuid, boolean) to service_role;
 
 create or replace function public.set_timezone(p_timezone text)
 returns jsonb
@@ -474,8 +459,6 @@ comment on function public.set_timezone(text) is
     'GuestPass: sets the caller''s timezone (an IANA name, e.g. Europe/Paris; else 22023 ''unknown time zone'') and '
     'returns the quota as get_quota does. Quota days follow it from the next local day: the current day keeps the '
     'end it had (guestpass.quota_day), so a change never adds a free allowance the same day.';
-revoke all on function public.set_timezone(text) from public;
-grant execute on function public.set_timezone(text) to authenticated;
 
 create or replace function guestpass.check_credits_balance()
 returns trigger
@@ -508,7 +491,6 @@ comment on function guestpass.check_credits_balance() is
     'not 0) and users_check_credits_balance (BEFORE UPDATE OF credits_balance, when it changes): a new user has 0 '
     'credits, and a new balance must be the balance_after of the user''s newest ledger row (else 23514), so the '
     'balance never moves without its ledger row.';
-revoke all on function guestpass.check_credits_balance() from public;
 
 -- Time zones: IANA names only, checked on write.
 create or replace function guestpass.check_user_timezone()
@@ -537,7 +519,6 @@ comment on function guestpass.check_user_timezone() is
     '(BEFORE UPDATE OF timezone, when it changes), which fire only for a time zone other than UTC: raises 22023 '
     '''unknown time zone'' unless the new timezone is an IANA name known to PostgreSQL (pg_timezone_names, without the '
     'posix/ and right/ copies).';
-revoke all on function guestpass.check_user_timezone() from public;
 
 create or replace trigger users_check_credits_balance
     before update of credits_balance on public.users
@@ -572,6 +553,14 @@ create or replace trigger users_check_new_timezone
 comment on trigger users_check_new_timezone on public.users is
     'GuestPass: a new user''s time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
 
-grant execute on function public.get_quota(uuid) to service_role;
-
-grant execute on function public.consume_quota(uuid, text) to service_role;
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.quota_resets_at(text, timestamptz), guestpass.quota_day(uuid, text, timestamptz),
+    guestpass.quota_json(integer, integer, integer, boolean, timestamptz), guestpass.quota_state(uuid, timestamptz),
+    guestpass.consume_at(uuid, text, timestamptz, uuid), public.consume_quota(uuid, text), public.get_quota(uuid),
+    guestpass.apply_credit_change(uuid, integer, text, text), guestpass.grant_credits_admin(uuid, integer, text),
+    public.grant_credits(uuid, integer, text, text), public.set_premium(uuid, boolean), public.set_timezone(text),
+    guestpass.check_credits_balance(), guestpass.check_user_timezone() from public;
+grant execute on function public.consume_quota(uuid, text), public.get_quota(uuid), public.set_timezone(text)
+    to authenticated;
+grant execute on function public.grant_credits(uuid, integer, text, text), public.set_premium(uuid, boolean),
+    public.get_quota(uuid), public.consume_quota(uuid, text) to service_role;

@@ -59,8 +59,6 @@ comment on function guestpass_server.app_devicecheck_settings() is
     'GuestPass server: the DeviceCheck settings of the caller''s app (claim app_id): team id, key id, .p8 key path, '
     'environment, base URL override and the welcome grant in credits; no row without a known app. Columns are null '
     'when not configured.';
-revoke all on function guestpass_server.app_devicecheck_settings() from public;
-grant execute on function guestpass_server.app_devicecheck_settings() to authenticated;
 
 create or replace function guestpass_server.devicecheck_begin(p_token_hash text)
 returns table (status text, claim_id uuid, pending_claim_id uuid)
@@ -138,8 +136,6 @@ comment on function guestpass_server.devicecheck_begin(text) is
     'pending_claim_id = that claim; this call takes it over for 30 s); started (a new pending claim claim_id: query '
     'Apple''s bit0, set it if unset, then finish). The token is recorded as seen for repair and started only. '
     'Raises 42501 without a known user and app in the claims.';
-revoke all on function guestpass_server.devicecheck_begin(text) from public;
-grant execute on function guestpass_server.devicecheck_begin(text) to authenticated;
 
 create or replace function guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision)
 returns boolean
@@ -181,8 +177,6 @@ comment on function guestpass_server.devicecheck_take_lease(uuid, double precisi
     'p_ttl_seconds (0 < ttl <= 300, else 22023) and returns true, or returns false while another claim holds an '
     'unexpired lease (the server waits and retries, up to a bound). Taking it records lease_taken_at (first time '
     'only) and refreshes the claim''s updated_at. Raises 42501 for a claim that is not a pending claim of the caller.';
-revoke all on function guestpass_server.devicecheck_take_lease(uuid, double precision) from public;
-grant execute on function guestpass_server.devicecheck_take_lease(uuid, double precision) to authenticated;
 
 create or replace function guestpass_server.devicecheck_finish(p_claim_id uuid, p_outcome text)
 returns table (granted boolean, credits_granted integer, credits_balance integer)
@@ -305,5 +299,11 @@ comment on function guestpass_server.devicecheck_finish(uuid, text) is
     'failed so the next begin starts a new claim; pending leaves the claim pending for a later repair (its update''s '
     'fate is unknown) and only releases the lease. Idempotent: on a finished claim the first outcome stands and nothing '
     'changes. Returns granted, credits_granted (by this claim) and the balance. Raises 22023 on another outcome.';
-revoke all on function guestpass_server.devicecheck_finish(uuid, text) from public;
-grant execute on function guestpass_server.devicecheck_finish(uuid, text) to authenticated;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass_server.app_devicecheck_settings(), guestpass_server.devicecheck_begin(text),
+    guestpass_server.devicecheck_take_lease(uuid, double precision), guestpass_server.devicecheck_finish(uuid, text)
+    from public;
+grant execute on function guestpass_server.app_devicecheck_settings(), guestpass_server.devicecheck_begin(text),
+    guestpass_server.devicecheck_take_lease(uuid, double precision), guestpass_server.devicecheck_finish(uuid, text)
+    to authenticated;

@@ -113,7 +113,6 @@ comment on function guestpass.user_identities(uuid) is
     'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = '
     'the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at), '
     'oldest first; [] for none.';
-revoke all on function guestpass.user_identities(uuid) from public;
 
 create or replace function guestpass_server.app_apple_settings()
     returns table (audiences text[], base_url text, team_id text, key_id text, key_path text)
@@ -127,8 +126,6 @@ comment on function guestpass_server.app_apple_settings() is
     'GuestPass server: the Sign in with Apple settings of the caller''s app (claim app_id): accepted audiences, Apple''s '
     'base URL (null = Apple''s own), team id, key id and .p8 key path (null = no code exchange or revocation); no row '
     'without a known app.';
-revoke all on function guestpass_server.app_apple_settings() from public;
-grant execute on function guestpass_server.app_apple_settings() to anon;
 
 -- 3. Sign-in and linking.
 create or replace function guestpass_server.sign_in_with_identity(
@@ -139,10 +136,7 @@ create or replace function guestpass_server.sign_in_with_identity(
     app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz,
     identities jsonb
 )
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -256,8 +250,6 @@ comment on function guestpass_server.sign_in_with_identity(text, text, text, boo
     'email is stored when the user has none and no other user of the app has it, and session p_session_id opens with '
     'refresh token counter 0 (hash p_refresh_token_hash). Concurrent calls for one identity run one at a time. '
     'Raises 22023 on invalid arguments, 42501 without a known app.';
-revoke all on function guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text) from public;
-grant execute on function guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text) to anon, authenticated;
 
 create or replace function guestpass_server.store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea)
     returns boolean
@@ -272,8 +264,6 @@ comment on function guestpass_server.store_apple_refresh_token(text, text, bytea
     'GuestPass server: keeps Apple''s refresh token (sealed by the server) and the client id for the Apple identity '
     'p_subject of the caller''s app (claim app_id), after a sign-in in the same transaction. Returns true, or no row when '
     'there is no such identity.';
-revoke all on function guestpass_server.store_apple_refresh_token(text, text, bytea) from public;
-grant execute on function guestpass_server.store_apple_refresh_token(text, text, bytea) to anon, authenticated;
 
 create or replace function auth.has_role(p_role text)
     returns boolean
@@ -284,8 +274,6 @@ $$;
 comment on function auth.has_role(text) is
     'Whether the request''s access token lists p_role in app_metadata.roles (public.complete_account_setup assigns '
     'them). Reads the claims only: inlinable into policies.';
-revoke all on function auth.has_role(text) from public;
-grant execute on function auth.has_role(text) to anon, authenticated, service_role;
 
 -- 1. The name rule and the flag.
 create or replace function guestpass.account_name(p_name text)
@@ -297,7 +285,6 @@ $$;
 comment on function guestpass.account_name(text) is
     'GuestPass internal: p_name trimmed of spaces, or null when that is empty or the placeholder User (any case). A '
     'partial name (Alex) is a name.';
-revoke all on function guestpass.account_name(text) from public;
 
 create or replace function guestpass.mark_account_setup()
     returns trigger
@@ -315,7 +302,6 @@ comment on function guestpass.mark_account_setup() is
     'account whose user_metadata or app_metadata changed, or a guest becoming an account): sets '
     'app_metadata.needs_account_setup to whether the account has no name (guestpass.account_name of '
     'user_metadata.full_name is null).';
-revoke all on function guestpass.mark_account_setup() from public;
 
 create or replace trigger users_mark_new_account_setup
     before insert on public.users
@@ -350,8 +336,6 @@ $$;
 comment on function guestpass_server.current_user_profile() is
     'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the '
     'claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities).';
-revoke all on function guestpass_server.current_user_profile() from public;
-grant execute on function guestpass_server.current_user_profile() to authenticated;
 
 create or replace function guestpass_server.update_user(p_data jsonb)
     returns table (
@@ -444,8 +428,6 @@ comment on function guestpass_server.update_user(jsonb) is
     'language tag), onboarding_completed and notification_enabled (booleans) set their columns and are echoed in '
     'user_metadata; avatar_url (https) and every other key are merged into user_metadata (at most 16 KiB). Returns '
     'guestpass_server.current_user_profile(), or no row (and no change) when the claims'' session is not live. Raises 22023 on invalid values, 42501 without a user.';
-revoke all on function guestpass_server.update_user(jsonb) from public;
-grant execute on function guestpass_server.update_user(jsonb) to authenticated;
 
 create or replace function public.complete_account_setup(p_full_name text)
     returns jsonb
@@ -488,8 +470,6 @@ comment on function public.complete_account_setup(text) is
     'characters or with control characters), which clears needs_account_setup, and assigns the app''s default role '
     'once (guestpass.apps.default_role; running it twice or concurrently leaves one role row). Returns {full_name, '
     'roles, needs_account_setup}. The access token carries the new app_metadata from the next refresh.';
-revoke all on function public.complete_account_setup(text) from public;
-grant execute on function public.complete_account_setup(text) to authenticated;
 
 create or replace function guestpass.user_references(p_schemas text[])
     returns table (schema_name name, table_name name, column_name name, on_delete "char")
@@ -514,7 +494,6 @@ comment on function guestpass.user_references(text[]) is
     'whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c '
     'cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion '
     'removes.';
-revoke all on function guestpass.user_references(text[]) from public;
 
 -- 4. A merge ends the guest's sessions before it moves the guest's devices.
 create or replace function guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[])
@@ -625,8 +604,6 @@ comment on function guestpass_server.merge_guest(uuid, text, text[]) is
     'the rows moved per table; or refresh_token_not_found (unknown, revoked, another app''s, or already merged), '
     'same_user, not_a_guest (the token''s user is not anonymous), changing nothing. A unique-key conflict raises 23505 '
     'and rolls everything back. Both users are locked in id order first: concurrent merges of one guest run one at a time.';
-revoke all on function guestpass_server.merge_guest(uuid, text, text[]) from public;
-grant execute on function guestpass_server.merge_guest(uuid, text, text[]) to authenticated;
 
 create or replace function guestpass_server.delete_account(p_schemas text[])
     returns table (apple_subject text, apple_client_id text, apple_refresh_token bytea)
@@ -668,5 +645,19 @@ comment on function guestpass_server.delete_account(text[]) is
     'user''s sealed Apple refresh tokens with their client ids, for the server to revoke after the commit. Raises 42501 '
     'unless the claims'' session_id is a live session of the caller (a logged-out or revoked token, or a user already '
     'deleted).';
-revoke all on function guestpass_server.delete_account(text[]) from public;
-grant execute on function guestpass_server.delete_account(text[]) to authenticated;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.user_identities(uuid), guestpass_server.app_apple_settings(),
+    guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text),
+    guestpass_server.store_apple_refresh_token(text, text, bytea), auth.has_role(text), guestpass.account_name(text),
+    guestpass.mark_account_setup(), guestpass_server.current_user_profile(), guestpass_server.update_user(jsonb),
+    public.complete_account_setup(text), guestpass.user_references(text[]),
+    guestpass_server.merge_guest(uuid, text, text[]), guestpass_server.delete_account(text[]) from public;
+grant execute on function guestpass_server.app_apple_settings() to anon;
+grant execute on function
+    guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text),
+    guestpass_server.store_apple_refresh_token(text, text, bytea) to anon, authenticated;
+grant execute on function auth.has_role(text) to anon, authenticated, service_role;
+grant execute on function guestpass_server.current_user_profile(), guestpass_server.update_user(jsonb),
+    public.complete_account_setup(text), guestpass_server.merge_guest(uuid, text, text[]),
+    guestpass_server.delete_account(text[]) to authenticated;

@@ -78,7 +78,6 @@ $$;
 comment on function guestpass.new_share_code(integer, boolean) is
     'GuestPass internal: a random share code of p_length characters from 0-9 (p_digits_only) or '
     '23456789ABCDEFGHJKMNPQRSTUVWXYZ (no 0/O, 1/I/L), each character uniform (CSPRNG bytes of gen_random_uuid, rejection-sampled).';
-revoke all on function guestpass.new_share_code(integer, boolean) from public;
 
 create or replace function guestpass.assign_share_code(p_user uuid, p_app uuid, p_rotate boolean)
     returns text
@@ -116,7 +115,6 @@ $$;
 comment on function guestpass.assign_share_code(uuid, uuid, boolean) is
     'GuestPass internal: the share code of user p_user of app p_app, creating it if missing, or a new one with '
     'p_rotate. A drawn code another user holds is drawn again, at most 10 times, then PT503.';
-revoke all on function guestpass.assign_share_code(uuid, uuid, boolean) from public;
 
 create or replace function public.get_share_code()
     returns text
@@ -127,8 +125,6 @@ $$;
 comment on function public.get_share_code() is
     'The caller''s share code (created on the first call): give it to a partner to pair with pair_with_code. It '
     'never signs anyone in.';
-revoke all on function public.get_share_code() from public;
-grant execute on function public.get_share_code() to authenticated;
 
 create or replace function public.rotate_share_code()
     returns text
@@ -138,8 +134,6 @@ $$;
 
 comment on function public.rotate_share_code() is
     'A new share code for the caller; the old one pairs no more.';
-revoke all on function public.rotate_share_code() from public;
-grant execute on function public.rotate_share_code() to authenticated;
 
 create or replace function auth.partner_ids()
     returns setof uuid
@@ -150,8 +144,6 @@ $$;
 comment on function auth.partner_ids() is
     'The caller''s partners (public.partners, its own rows). A one-query SQL set-returning function: inlined where it '
     'stands in FROM, e.g. a policy "recipient_id in (select p from auth.partner_ids() as p)".';
-revoke all on function auth.partner_ids() from public;
-grant execute on function auth.partner_ids() to authenticated;
 
 create or replace function auth.is_partner(p_user uuid)
     returns boolean
@@ -162,8 +154,6 @@ $$;
 comment on function auth.is_partner(uuid) is
     'Whether p_user is a partner of the caller. Reads as a policy would want, but PostgreSQL never inlines a SQL '
     'function whose body holds a subquery: in hot policies prefer "col in (select p from auth.partner_ids() as p)", which is.';
-revoke all on function auth.is_partner(uuid) from public;
-grant execute on function auth.is_partner(uuid) to authenticated;
 
 create or replace function public.pair_with_code(p_code text)
     returns jsonb
@@ -220,8 +210,6 @@ comment on function public.pair_with_code(text) is
     'hour) first: empty → PT429 (with the seconds to wait). Returns {paired: true, partner_id}, or {paired: false, '
     'reason}: no_such_code (a wrong or unknown code alike), own_code, already_partners, partner_limit (either user at '
     'the app''s limit). Refusals are answers, not errors, so that the tokens they took stay taken.';
-revoke all on function public.pair_with_code(text) from public;
-grant execute on function public.pair_with_code(text) to authenticated;
 
 create or replace function public.unpair(p_partner_id uuid)
     returns boolean
@@ -242,8 +230,6 @@ $$;
 
 comment on function public.unpair(uuid) is
     'Ends the pairing of the caller and p_partner_id, for both; true when there was one.';
-revoke all on function public.unpair(uuid) from public;
-grant execute on function public.unpair(uuid) to authenticated;
 
 create or replace function public.list_partners()
     returns table (partner_id uuid, full_name text, paired_at timestamptz)
@@ -257,8 +243,6 @@ $$;
 
 comment on function public.list_partners() is
     'The caller''s partners: id, name (when set) and when they paired, oldest first.';
-revoke all on function public.list_partners() from public;
-grant execute on function public.list_partners() to authenticated;
 
 create or replace function guestpass_server.create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer)
     returns timestamptz
@@ -295,8 +279,6 @@ comment on function guestpass_server.create_account_code(text, text, integer) is
     'GuestPass server: stores a new code (its SHA-256, p_code_hash) of kind transfer (expires after p_ttl_seconds, 60 '
     'to 86400) or recovery (no expiry; deletes the user''s previous recovery code) for the caller (claims sub, app_id, '
     'a live session_id). Returns the expiry (null for recovery). 22023 on bad arguments, 42501 without a live session.';
-revoke all on function guestpass_server.create_account_code(text, text, integer) from public;
-grant execute on function guestpass_server.create_account_code(text, text, integer) to authenticated;
 
 create or replace function guestpass_server.redeem_account_code(
     p_kind text, p_code_hash text, p_secret_hash text, p_device jsonb, p_client_ip text, p_user_agent text,
@@ -305,10 +287,7 @@ create or replace function guestpass_server.redeem_account_code(
     status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb,
     app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz
 )
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $$
+language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -390,5 +369,15 @@ comment on function guestpass_server.redeem_account_code(text, text, text, jsonb
     'redeemed_transfer / redeemed_recovery with the user; or invalid_code (used, expired, wrong or another app''s '
     'alike) or device_in_use (that secret belongs to another user), changing nothing but the token. The code row is '
     'locked: concurrent redemptions of one code add one device.';
-revoke all on function guestpass_server.redeem_account_code(text, text, text, jsonb, text, text, uuid, text) from public;
-grant execute on function guestpass_server.redeem_account_code(text, text, text, jsonb, text, text, uuid, text) to anon;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.new_share_code(integer, boolean), guestpass.assign_share_code(uuid, uuid, boolean),
+    public.get_share_code(), public.rotate_share_code(), auth.partner_ids(), auth.is_partner(uuid),
+    public.pair_with_code(text), public.unpair(uuid), public.list_partners(),
+    guestpass_server.create_account_code(text, text, integer),
+    guestpass_server.redeem_account_code(text, text, text, jsonb, text, text, uuid, text) from public;
+grant execute on function public.get_share_code(), public.rotate_share_code(), auth.partner_ids(),
+    auth.is_partner(uuid), public.pair_with_code(text), public.unpair(uuid), public.list_partners(),
+    guestpass_server.create_account_code(text, text, integer) to authenticated;
+grant execute on function guestpass_server.redeem_account_code(text, text, text, jsonb, text, text, uuid, text)
+    to anon;

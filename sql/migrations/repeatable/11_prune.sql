@@ -117,4 +117,6 @@ comment on function guestpass.prune_batch(text, integer, boolean, text[], uuid) 
     '(consumptions over 2 days old), rate_limits (untouched for a day), account_codes (used or expired a day ago). '
     'Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the '
     'candidates of one batch.';
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.prune_batch(text, integer, boolean, text[], uuid) from public;

@@ -24,5 +24,7 @@ $$;
 comment on function guestpass_server.refuse_table_result(text, bigint) is
     'GuestPass server: raises SQLSTATE PGRST with message p_code (PGRST116: not one row for a singular response; '
     'PGRST124: more rows than max-affected) and detail p_rows, so the table API''s statement and its transaction roll back.';
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass_server.refuse_table_result(text, bigint) from public;
 grant execute on function guestpass_server.refuse_table_result(text, bigint) to anon, authenticated, service_role;

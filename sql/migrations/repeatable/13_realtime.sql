@@ -105,7 +105,6 @@ $$;
 comment on function guestpass.realtime_app_id(jsonb) is
     'GuestPass internal (the capture triggers): p_image''s app_id as a uuid when it is a canonical uuid (any case), '
     'else null; never raises. Inlinable: one expression, no SET clause.';
-revoke all on function guestpass.realtime_app_id(jsonb) from public;
 
 -- A large row's image: to_jsonb under an exception block (a subtransaction), null when jsonb cannot hold it. The
 -- capture calls it only for a row over 256 KiB as stored.
@@ -122,7 +121,6 @@ $$;
 comment on function guestpass.realtime_image(anyelement) is
     'GuestPass internal (the capture triggers, for rows over 256 KiB as stored): to_jsonb(p_row), or null when it '
     'fails (an image over 255 MB as JSON).';
-revoke all on function guestpass.realtime_image(anyelement) from public;
 
 -- The row trigger: UPDATE on an ordinary table, every published event on a table in a partition or inheritance tree.
 -- NEW and OLD are null where the operation has none (PostgreSQL 11+).
@@ -157,7 +155,6 @@ comment on function guestpass.realtime_capture() is
     'row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and '
     'old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses '
     'a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
-revoke all on function guestpass.realtime_capture() from public;
 
 -- The statement triggers: all the rows of one INSERT (new_rows) or one DELETE (old_rows) in one INSERT … SELECT, in
 -- the transition table's order (the order the statement wrote them; the sequence numbers them as they are inserted).
@@ -202,7 +199,6 @@ comment on function guestpass.realtime_capture_statement() is
     'publication: one row in guestpass.realtime_changes per inserted or deleted row, in the statement''s order '
     '(record = the new row, or old_record = the full old row, as JSON; app_id = the row''s app_id when it is a uuid, '
     'else null). Never refuses a write because of a row: an image jsonb cannot hold (over 255 MB) is captured as null.';
-revoke all on function guestpass.realtime_capture_statement() from public;
 
 -- What realtime_sync compares, one row per table and capture trigger: every trigger a published table should carry
 -- (wanted: the table is in supabase_realtime, outside GuestPass's own schemas, and the publication publishes at least
@@ -281,7 +277,6 @@ comment on function guestpass.realtime_capture_triggers() is
     '_insert, _delete) that a table published in supabase_realtime should carry (wanted; GuestPass''s own schemas '
     'never) or carries (present); current when present as wanted (events, row or statement, transition table, '
     'function, enabled); definition: the create or replace trigger statement of a wanted one.';
-revoke all on function guestpass.realtime_capture_triggers() from public;
 
 -- The same per table: wanted (published), present (carries a capture trigger), current (carries exactly the wanted
 -- ones, each current).
@@ -297,7 +292,6 @@ comment on function guestpass.realtime_capture_state() is
     'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas '
     'never) or carrying a capture trigger (present), and whether it carries exactly the wanted capture triggers, each '
     'current (guestpass.realtime_capture_triggers).';
-revoke all on function guestpass.realtime_capture_state() from public;
 
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
 -- publication. Runs serialised (an advisory transaction lock, waited for up to 30 s: migrate and every server replica
@@ -370,8 +364,6 @@ comment on function guestpass_server.realtime_sync() is
     'from tables no longer published. Idempotent, serialised (waits up to 30 s for another sync), no table lock when '
     'nothing changes; a table it cannot lock within 2 s is skipped with a WARNING. Returns the captured tables '
     '(schema_name, table_name), in order: subscribe only to these.';
-revoke all on function guestpass_server.realtime_sync() from public;
-grant execute on function guestpass_server.realtime_sync() to guestpass_authenticator;
 
 -- The poll: one statement (a SQL function reads with its caller's snapshot), so the snapshot it returns is the one
 -- its rows were read with. Always at least one row: with no new change (or p_previous null, the first poll), one row
@@ -402,8 +394,6 @@ comment on function guestpass_server.realtime_poll(pg_snapshot) is
     'p_previous null (a replica''s first poll), one row with only the snapshot (seq null). Every committed '
     'transaction''s rows come in exactly one poll of a chain, an aborted one''s never. record and old_record are JSON '
     'text; commit_timestamp is the time the row was written, UTC, e.g. 2025-01-31T10:00:00.123Z.';
-revoke all on function guestpass_server.realtime_poll(pg_snapshot) from public;
-grant execute on function guestpass_server.realtime_poll(pg_snapshot) to guestpass_authenticator;
 
 -- The prune. A row may go once every poller has had it: its transaction must have ended at least p_retention ago,
 -- not merely have started then (a long transaction's rows are old when it commits) — being below the current
@@ -451,8 +441,6 @@ comment on function guestpass_server.realtime_prune(interval) is
     'transaction had ended at least p_retention ago (below the snapshot xmin recorded by a prune call that long ago), '
     'so no replica that polls more often than p_retention misses one; returns how many. Records its own xmin for '
     'later calls: the first call deletes nothing. 22023 for a null or negative retention.';
-revoke all on function guestpass_server.realtime_prune(interval) from public;
-grant execute on function guestpass_server.realtime_prune(interval) to guestpass_authenticator;
 
 -- Broadcast across replicas: the sending replica delivers to its own sockets at once and writes the message here;
 -- every replica's poll delivers it to its sockets of that app and topic, and the sender skips rows whose origin is
@@ -471,8 +459,6 @@ comment on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb,
     'GuestPass server (as guestpass_authenticator): logs a broadcast of p_event with p_payload on p_topic of app '
     'p_app, sent by server replica p_origin, for every replica''s poll to deliver (the sender skips its own). p_app, '
     'p_topic and p_event must not be null.';
-revoke all on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid) from public;
-grant execute on function guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid) to guestpass_authenticator;
 
 -- Presence. The table guestpass.realtime_presence is the state; every change to it logs a PRESENCE row whose record
 -- is Phoenix's presence_diff payload, {"joins": {key: {"metas": [meta…]}}, "leaves": {…}}, each meta carrying its
@@ -497,7 +483,6 @@ $$;
 comment on function guestpass.realtime_presence_meta(jsonb, text) is
     'GuestPass internal: a presence meta as sent to clients: p_meta (a JSON object) with "phx_ref": p_ref; a meta that '
     'is not an object becomes {"phx_ref": p_ref}. Inlinable: one expression, no SET clause.';
-revoke all on function guestpass.realtime_presence_meta(jsonb, text) from public;
 
 -- Track: replica p_replica holds, for its socket, the meta p_meta of key p_key on p_topic of app p_app, under p_ref,
 -- leased for p_lease. A new (app, topic, key, ref), or a new payload for one, logs a join; the same payload again only
@@ -543,9 +528,6 @@ comment on function guestpass_server.realtime_presence_track(uuid, text, text, u
     'realtime_presence_renew). Logs a PRESENCE join {"joins":{key:{"metas":[meta + phx_ref]}},"leaves":{}} with '
     'origin p_replica and returns true, unless that ref already holds that payload (then only the lease is renewed: '
     'false).';
-revoke all on function guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval) from public;
-grant execute on function guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval)
-    to guestpass_authenticator;
 
 -- Untrack: the replica's own meta only (another replica's ref is left alone). Returns whether it was tracked.
 create or replace function guestpass_server.realtime_presence_untrack(
@@ -579,9 +561,6 @@ comment on function guestpass_server.realtime_presence_untrack(uuid, text, text,
     'GuestPass server (as guestpass_authenticator): replica p_replica stops tracking the meta of ref p_ref (key p_key, '
     'topic p_topic, app p_app); logs a PRESENCE leave {"joins":{},"leaves":{key:{"metas":[meta + phx_ref]}}} with '
     'origin p_replica and returns true, or returns false when the replica held no such meta.';
-revoke all on function guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text) from public;
-grant execute on function guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text)
-    to guestpass_authenticator;
 
 -- A topic's state, for presence_state after a join: every tracked meta (leases past due included: they are present
 -- until realtime_presence_expire logs their leave), by key, oldest first. Build {key: {"metas": [meta…]}} from it.
@@ -597,8 +576,6 @@ $$;
 comment on function guestpass_server.realtime_presence_state(uuid, text) is
     'GuestPass server (as guestpass_authenticator): every meta tracked on topic p_topic of app p_app, by presence '
     'key and then oldest first: (presence_key, phx_ref, meta) with meta the JSON text of the meta with its phx_ref.';
-revoke all on function guestpass_server.realtime_presence_state(uuid, text) from public;
-grant execute on function guestpass_server.realtime_presence_state(uuid, text) to guestpass_authenticator;
 
 -- Renew every lease of a replica in one statement. Returns how many it renewed: fewer than the replica holds means
 -- some expired (the replica stalled past its lease and another replica logged their leaves) or were lost in a crash
@@ -618,8 +595,6 @@ $$;
 comment on function guestpass_server.realtime_presence_renew(uuid, interval) is
     'GuestPass server (as guestpass_authenticator): extends every lease of replica p_replica to now + p_lease and '
     'returns how many; fewer than the replica tracks means the others expired or were lost: track them again.';
-revoke all on function guestpass_server.realtime_presence_renew(uuid, interval) from public;
-grant execute on function guestpass_server.realtime_presence_renew(uuid, interval) to guestpass_authenticator;
 
 -- Expire: delete every lease past due (its replica died or stalled) and log, per app and topic, one PRESENCE diff
 -- with their leaves. Several replicas may run it at once: DELETE … RETURNING hands each row to exactly one of them
@@ -660,8 +635,6 @@ comment on function guestpass_server.realtime_presence_expire() is
     'GuestPass server (as guestpass_authenticator): deletes every presence lease past due and logs one PRESENCE '
     'leave diff per app and topic (origin null); returns the removed metas (app_id, topic, presence_key, phx_ref, '
     'replica). Safe on several replicas at once: each lease is removed, and its leave logged, by exactly one call.';
-revoke all on function guestpass_server.realtime_presence_expire() from public;
-grant execute on function guestpass_server.realtime_presence_expire() to guestpass_authenticator;
 
 -- Session liveness for the server's periodic check of signed-in subscribers: a channel whose session was signed out,
 -- ended by a device revocation (revoke_device sets the sessions' revoked_at) or deleted with its user is closed.
@@ -676,5 +649,21 @@ $$;
 comment on function guestpass_server.realtime_live_sessions(uuid[]) is
     'GuestPass server (as guestpass_authenticator): of the sessions p_sessions, the ones still live (not revoked, '
     'not deleted with their user). Realtime closes the channels of the others.';
-revoke all on function guestpass_server.realtime_live_sessions(uuid[]) from public;
-grant execute on function guestpass_server.realtime_live_sessions(uuid[]) to guestpass_authenticator;
+
+-- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
+revoke all on function guestpass.realtime_app_id(jsonb), guestpass.realtime_image(anyelement),
+    guestpass.realtime_capture(), guestpass.realtime_capture_statement(), guestpass.realtime_capture_triggers(),
+    guestpass.realtime_capture_state(), guestpass_server.realtime_sync(), guestpass_server.realtime_poll(pg_snapshot),
+    guestpass_server.realtime_prune(interval), guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid),
+    guestpass.realtime_presence_meta(jsonb, text),
+    guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval),
+    guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text),
+    guestpass_server.realtime_presence_state(uuid, text), guestpass_server.realtime_presence_renew(uuid, interval),
+    guestpass_server.realtime_presence_expire(), guestpass_server.realtime_live_sessions(uuid[]) from public;
+grant execute on function guestpass_server.realtime_sync(), guestpass_server.realtime_poll(pg_snapshot),
+    guestpass_server.realtime_prune(interval), guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid),
+    guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval),
+    guestpass_server.realtime_presence_untrack(uuid, text, text, uuid, text),
+    guestpass_server.realtime_presence_state(uuid, text), guestpass_server.realtime_presence_renew(uuid, interval),
+    guestpass_server.realtime_presence_expire(), guestpass_server.realtime_live_sessions(uuid[])
+    to guestpass_authenticator;
