@@ -110,9 +110,6 @@ comment on column guestpass.apps.partner_limit is 'Partners a user may have at o
 comment on column guestpass.apps.guest_idle_days is
     'Days without a sign-in, refresh or request after which a guest that holds nothing is pruned (default 90).';
 
-alter table guestpass.apps enable row level security;
-alter table guestpass.apps force row level security;
-
 -- A lowercase hex SHA-256 is checked as octet_length(x) = 64 and x !~ '[^0-9a-f]' (here and in every hash column):
 -- the same strings as x ~ '^[0-9a-f]{64}$' at about a twentieth of its cost (0.35 against 6–10 µs a check).
 create table guestpass.api_keys (
@@ -137,5 +134,3 @@ comment on table guestpass.api_keys is
 
 create index api_keys_app_id_idx on guestpass.api_keys (app_id);
 
-alter table guestpass.api_keys enable row level security;
-alter table guestpass.api_keys force row level security;

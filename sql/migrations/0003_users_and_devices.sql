@@ -64,9 +64,6 @@ create unique index users_app_email_key on public.users (app_id, lower(email)) w
 
 create index users_app_id_idx on public.users (app_id);
 
-alter table public.users enable row level security;
-alter table public.users force row level security;
-
 create table public.devices (
     id uuid not null default gen_random_uuid(),
     app_id uuid not null,
@@ -97,9 +94,6 @@ comment on column public.devices.revoked_at is
 
 create index devices_user_id_idx on public.devices (user_id);
 
-alter table public.devices enable row level security;
-alter table public.devices force row level security;
-
 create table guestpass.device_secrets (
     device_id uuid not null,
     app_id uuid not null,
@@ -127,5 +121,3 @@ comment on column guestpass.device_secrets.app_id is
 comment on column guestpass.device_secrets.secret_hash is
     'Lowercase hex SHA-256 of the client-held device secret; one device per (app_id, secret_hash).';
 
-alter table guestpass.device_secrets enable row level security;
-alter table guestpass.device_secrets force row level security;

@@ -38,9 +38,6 @@ create index sessions_user_id_idx on guestpass.sessions (user_id);
 -- Serves the ON DELETE SET NULL of sessions_device_user_fkey when a device is deleted.
 create index sessions_device_id_idx on guestpass.sessions (device_id) where device_id is not null;
 
-alter table guestpass.sessions enable row level security;
-alter table guestpass.sessions force row level security;
-
 create table guestpass.refresh_tokens (
     id bigserial not null,
     session_id uuid not null,
@@ -62,5 +59,3 @@ comment on table guestpass.refresh_tokens is
     'token (the token is never stored; the server re-derives it from session id and counter with an HMAC). '
     'revoked_at is set when the token is rotated away or its session is revoked.';
 
-alter table guestpass.refresh_tokens enable row level security;
-alter table guestpass.refresh_tokens force row level security;

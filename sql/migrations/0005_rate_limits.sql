@@ -15,5 +15,3 @@ comment on table guestpass.rate_limits is
     'GuestPass: token-bucket state per bucket name (e.g. signup:ip:<address>, signup:app:<app id>): the tokens left '
     'at updated_at. Capacity and refill rate come from configuration with each call; a missing row is a full bucket.';
 
-alter table guestpass.rate_limits enable row level security;
-alter table guestpass.rate_limits force row level security;

@@ -19,9 +19,6 @@ create table guestpass.daily_usage (
     constraint daily_usage_credit_used_check check (credit_used >= 0)
 );
 
-alter table guestpass.daily_usage enable row level security;
-alter table guestpass.daily_usage force row level security;
-
 comment on column guestpass.daily_usage.resets_at is
     'GuestPass: when this quota day ends: the local midnight after it started, in the timezone in effect then (moved '
     'later only when the user''s timezone moved west and its date has not passed the day yet).';
@@ -59,9 +56,6 @@ comment on table guestpass.credit_ledger is
 -- The user's newest row (the balance check) and the user's history.
 create index credit_ledger_user_id_id_idx on guestpass.credit_ledger (user_id, id);
 
-alter table guestpass.credit_ledger enable row level security;
-alter table guestpass.credit_ledger force row level security;
-
 -- Idempotent consumes.
 create table guestpass.consumptions (
     user_id uuid not null,
@@ -77,5 +71,3 @@ comment on table guestpass.consumptions is
     'GuestPass: the answer of every consume made with a request id (p_request_id or the Idempotency-Key header), so '
     'a retry returns the first answer without charging again.';
 
-alter table guestpass.consumptions enable row level security;
-alter table guestpass.consumptions force row level security;

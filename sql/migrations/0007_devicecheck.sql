@@ -32,9 +32,6 @@ create unique index devicecheck_claims_one_pending_key
 
 create index devicecheck_claims_user_id_idx on guestpass.devicecheck_claims (user_id);
 
-alter table guestpass.devicecheck_claims enable row level security;
-alter table guestpass.devicecheck_claims force row level security;
-
 comment on column guestpass.devicecheck_claims.lease_taken_at is
     'GuestPass: when this claim first held its app''s DeviceCheck lease, i.e. from when it may have written Apple''s '
     'bit0; null if it never did (it was answered from a first query that found bit0 set, or Apple was unreachable).';
@@ -64,9 +61,6 @@ create index devicecheck_tokens_user_id_idx on guestpass.devicecheck_tokens (use
 
 create index devicecheck_tokens_claim_id_idx on guestpass.devicecheck_tokens (claim_id);
 
-alter table guestpass.devicecheck_tokens enable row level security;
-alter table guestpass.devicecheck_tokens force row level security;
-
 create table guestpass.devicecheck_leases (
     app_id uuid not null,
     claim_id uuid not null,
@@ -79,5 +73,3 @@ comment on table guestpass.devicecheck_leases is
     'GuestPass: the one claim per app that may ask Apple and set bit0 right now (until expires_at). Taken by '
     'guestpass_server.devicecheck_take_lease, released by devicecheck_finish; an expired lease is free.';
 
-alter table guestpass.devicecheck_leases enable row level security;
-alter table guestpass.devicecheck_leases force row level security;

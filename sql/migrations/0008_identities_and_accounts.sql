@@ -35,9 +35,6 @@ comment on table guestpass.identities is
 
 create index identities_user_id_idx on guestpass.identities (user_id);
 
-alter table guestpass.identities enable row level security;
-alter table guestpass.identities force row level security;
-
 comment on column guestpass.identities.apple_client_id is
     'The audience of the identity token the refresh token came with: the client_id Apple expects at revocation.';
 
@@ -59,5 +56,3 @@ comment on table guestpass.user_roles is
     'GuestPass: the roles of a user (one row per role), mirrored into users.app_metadata.roles so that access tokens '
     'carry them (auth.has_role).';
 
-alter table guestpass.user_roles enable row level security;
-alter table guestpass.user_roles force row level security;

@@ -16,9 +16,6 @@ create table guestpass.share_codes (
 comment on table guestpass.share_codes is
     'GuestPass: each user''s share code in its app (unique per app), for finding a partner; it never signs anyone in.';
 
-alter table guestpass.share_codes enable row level security;
-alter table guestpass.share_codes force row level security;
-
 create table public.partners (
     app_id uuid not null,
     user_id uuid not null,
@@ -35,9 +32,6 @@ comment on table public.partners is
     'reads only its own rows; auth.is_partner(uuid) looks them up for policies.';
 
 create index partners_partner_id_idx on public.partners (partner_id);
-
-alter table public.partners enable row level security;
-alter table public.partners force row level security;
 
 create table guestpass.account_codes (
     id uuid not null default gen_random_uuid(),
@@ -61,5 +55,3 @@ comment on table guestpass.account_codes is
 
 create index account_codes_user_id_idx on guestpass.account_codes (user_id);
 
-alter table guestpass.account_codes enable row level security;
-alter table guestpass.account_codes force row level security;

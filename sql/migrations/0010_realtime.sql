@@ -81,9 +81,6 @@ comment on column guestpass.realtime_changes.at is
 -- The poll reads xid >= the previous snapshot's xmin; the prune deletes xid < a horizon.
 create index realtime_changes_xid_idx on guestpass.realtime_changes (xid);
 
-alter table guestpass.realtime_changes enable row level security;
-alter table guestpass.realtime_changes force row level security;
-
 -- The prune's horizons: each guestpass_server.realtime_prune call records the xmin of its snapshot, and deletes only
 -- rows of transactions older than the xmin recorded at least the retention ago (so committed at least the retention
 -- ago, whenever they started: a long transaction's rows are not pruned the moment it commits). Unlogged with the log.
@@ -97,9 +94,6 @@ comment on table guestpass.realtime_horizons is
     'GuestPass: the snapshot xmin seen by each recent guestpass_server.realtime_prune call (taken_at, and horizon: its xmin). A '
     'transaction below an xmin taken at T had ended by T; the prune deletes log rows below the newest xmin taken at '
     'least the retention ago, and forgets older marks.';
-
-alter table guestpass.realtime_horizons enable row level security;
-alter table guestpass.realtime_horizons force row level security;
 
 -- Presence across server replicas. One row per tracked meta: the (app, topic, key) of Phoenix presence, the meta's
 -- phx_ref (unique per track, made by the tracking replica), the replica that holds the socket, and its lease. Each
@@ -129,5 +123,3 @@ comment on table guestpass.realtime_presence is
 -- per present client).
 create index realtime_presence_replica_idx on guestpass.realtime_presence (replica);
 
-alter table guestpass.realtime_presence enable row level security;
-alter table guestpass.realtime_presence force row level security;

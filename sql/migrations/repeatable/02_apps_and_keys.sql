@@ -14,6 +14,11 @@ comment on function guestpass_server.resolve_api_key(text) is
     'GuestPass server: the app and kind (publishable or secret) of the API key whose lowercase hex SHA-256 is '
     'p_key_hash, or no row when it is unknown or revoked. The server calls it as anon before it knows the app.';
 
+-- Row-level security, on and forced for the tables of this area (0002_apps_and_keys.sql): a role, the tables' owner
+-- included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.apps enable row level security, force row level security;
+alter table guestpass.api_keys enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass_server.resolve_api_key(text) from public;
 grant execute on function guestpass_server.resolve_api_key(text) to anon;

@@ -109,6 +109,12 @@ comment on function public.revoke_device(uuid) is
     '(PT401 device revoked). False when it is not a live device of the caller. The account''s last way in (no other '
     'device, no Apple identity, no recovery code) is refused: PT409.';
 
+-- Row-level security, on and forced for the tables of this area (0003_users_and_devices.sql): a role, the tables'
+-- owner included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table public.users enable row level security, force row level security;
+alter table public.devices enable row level security, force row level security;
+alter table guestpass.device_secrets enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.set_updated_at(), public.list_devices(), public.revoke_device(uuid) from public;
 grant execute on function public.list_devices(), public.revoke_device(uuid) to authenticated;

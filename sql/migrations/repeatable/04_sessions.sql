@@ -180,6 +180,11 @@ comment on function guestpass_server.sign_out(text) is
     'tokens are revoked with it (revoked_at = guestpass.clock()). Returns the number of sessions revoked (0 when '
     'already signed out). Raises 42501 without a user or app claim, 22023 on another scope.';
 
+-- Row-level security, on and forced for the tables of this area (0004_sessions_and_refresh_tokens.sql): a role, the
+-- tables' owner included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.sessions enable row level security, force row level security;
+alter table guestpass.refresh_tokens enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.session_is_live(uuid),
     guestpass_server.refresh_session(uuid, integer, text, text, double precision), guestpass_server.sign_out(text)

@@ -366,6 +366,10 @@ comment on function guestpass.client_address_key(text) is
     '''unknown'', and text that is no address as itself (at most 255 characters). Inlinable: the blank address and the '
     'canonical dotted quad are one CASE expression; anything else is guestpass.client_address_key_parsed (0042).';
 
+-- Row-level security, on and forced for the tables of this area (0005_rate_limits.sql): a role, the tables' owner
+-- included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.rate_limits enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.bucket_tokens(double precision, timestamptz, timestamptz, integer, double precision),
     guestpass.check_rate_limit_arguments(text, integer, double precision),

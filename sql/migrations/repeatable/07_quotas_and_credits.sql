@@ -553,6 +553,12 @@ create or replace trigger users_check_new_timezone
 comment on trigger users_check_new_timezone on public.users is
     'GuestPass: a new user''s time zone other than UTC must be an IANA name (guestpass.check_user_timezone).';
 
+-- Row-level security, on and forced for the tables of this area (0006_quotas_and_credits.sql): a role, the tables'
+-- owner included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.daily_usage enable row level security, force row level security;
+alter table guestpass.credit_ledger enable row level security, force row level security;
+alter table guestpass.consumptions enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.quota_resets_at(text, timestamptz), guestpass.quota_day(uuid, text, timestamptz),
     guestpass.quota_json(integer, integer, integer, boolean, timestamptz), guestpass.quota_state(uuid, timestamptz),

@@ -300,6 +300,12 @@ comment on function guestpass_server.devicecheck_finish(uuid, text) is
     'fate is unknown) and only releases the lease. Idempotent: on a finished claim the first outcome stands and nothing '
     'changes. Returns granted, credits_granted (by this claim) and the balance. Raises 22023 on another outcome.';
 
+-- Row-level security, on and forced for the tables of this area (0007_devicecheck.sql): a role, the tables' owner
+-- included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.devicecheck_claims enable row level security, force row level security;
+alter table guestpass.devicecheck_tokens enable row level security, force row level security;
+alter table guestpass.devicecheck_leases enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass_server.app_devicecheck_settings(), guestpass_server.devicecheck_begin(text),
     guestpass_server.devicecheck_take_lease(uuid, double precision), guestpass_server.devicecheck_finish(uuid, text)

@@ -646,6 +646,11 @@ comment on function guestpass_server.delete_account(text[]) is
     'unless the claims'' session_id is a live session of the caller (a logged-out or revoked token, or a user already '
     'deleted).';
 
+-- Row-level security, on and forced for the tables of this area (0008_identities_and_accounts.sql): a role, the
+-- tables' owner included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.identities enable row level security, force row level security;
+alter table guestpass.user_roles enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.user_identities(uuid), guestpass_server.app_apple_settings(),
     guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text),

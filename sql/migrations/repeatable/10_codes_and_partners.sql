@@ -370,6 +370,12 @@ comment on function guestpass_server.redeem_account_code(text, text, text, jsonb
     'alike) or device_in_use (that secret belongs to another user), changing nothing but the token. The code row is '
     'locked: concurrent redemptions of one code add one device.';
 
+-- Row-level security, on and forced for the tables of this area (0009_codes_and_partners.sql): a role, the tables'
+-- owner included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.share_codes enable row level security, force row level security;
+alter table public.partners enable row level security, force row level security;
+alter table guestpass.account_codes enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.new_share_code(integer, boolean), guestpass.assign_share_code(uuid, uuid, boolean),
     public.get_share_code(), public.rotate_share_code(), auth.partner_ids(), auth.is_partner(uuid),

@@ -650,6 +650,12 @@ comment on function guestpass_server.realtime_live_sessions(uuid[]) is
     'GuestPass server (as guestpass_authenticator): of the sessions p_sessions, the ones still live (not revoked, '
     'not deleted with their user). Realtime closes the channels of the others.';
 
+-- Row-level security, on and forced for the tables of this area (0010_realtime.sql): a role, the tables' owner
+-- included, sees only the rows a policy gives it; a table with no policy for a role shows it none.
+alter table guestpass.realtime_changes enable row level security, force row level security;
+alter table guestpass.realtime_horizons enable row level security, force row level security;
+alter table guestpass.realtime_presence enable row level security, force row level security;
+
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.realtime_app_id(jsonb), guestpass.realtime_image(anyelement),
     guestpass.realtime_capture(), guestpass.realtime_capture_statement(), guestpass.realtime_capture_triggers(),
