@@ -868,7 +868,7 @@ COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integ
 CREATE FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) RETURNS double precision
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 be13ee1225e62aab $$;
+    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 f6c0bde87a930a4f $$;
 
 --
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -

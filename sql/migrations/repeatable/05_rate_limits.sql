@@ -110,11 +110,7 @@ comment on function guestpass.raise_rate_limited(double precision) is
     'when p_wait_seconds > 0, as take_rate_limit and peek_rate_limit answer; does nothing otherwise. The server '
     'turns it into HTTP 429 with Retry-After.';
 
-create or replace function guestpass.peek_rate_limit(
-    p_bucket text,
-    p_capacity integer,
-    p_refill_per_second double precision
-)
+create or replace function guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
 returns double precision
 language plpgsql stable security definer set search_path = '' as $$
 declare
@@ -143,17 +139,11 @@ comment on function guestpass.peek_rate_limit(text, integer, double precision) i
     'take the token itself at the end of its transaction so the bucket row stays locked only briefly.';
 
 -- 1. A refused take locks nothing.
-create or replace function guestpass.take_rate_limit(
-    p_bucket text,
-    p_capacity integer,
-    p_refill_per_second double precision
-)
+create or replace function guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
 returns double precision
 language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_now timestamptz;
-    v_tokens double precision;
-    v_updated_at timestamptz;
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
     v_now := guestpass.clock();
@@ -184,10 +174,8 @@ begin
         return 0;
     end if;
 
-    -- Empty: the row is unchanged and unlocked; answer how long until it holds one token.
-    select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
-    v_tokens := guestpass.bucket_tokens(v_tokens, v_updated_at, v_now, p_capacity, p_refill_per_second);
-    return greatest((1 - v_tokens) / p_refill_per_second, 0.001);
+    -- Empty: the row is unchanged and unlocked; answer how long until it holds one token (peek reads the same clock).
+    return greatest(guestpass.peek_rate_limit(p_bucket, p_capacity, p_refill_per_second), 0.001);
 end
 $$;
 
@@ -204,11 +192,7 @@ comment on function guestpass.take_rate_limit(text, integer, double precision) i
     'bucket can leave the next one up to rate × (that transaction''s age) more than an exact clock would, e.g. about '
     '0.14 of a token of the per-app sign-up bucket for a 50 ms sign-up.';
 
-create or replace function guestpass.enforce_rate_limit(
-    p_bucket text,
-    p_capacity integer,
-    p_refill_per_second double precision
-)
+create or replace function guestpass.enforce_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
 returns void
 language sql volatile set search_path = '' as $$
     select guestpass.raise_rate_limited(guestpass.take_rate_limit(p_bucket, p_capacity, p_refill_per_second))
