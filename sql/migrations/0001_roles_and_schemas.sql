@@ -10,30 +10,20 @@
 -- The login role's password is set by the operator (`alter role … password`), never in a migration.
 
 do $$
+declare
+    v_create text;
 begin
-    create role anon nologin noinherit nobypassrls;
-exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
-end
-$$;
-
-do $$
-begin
-    create role authenticated nologin noinherit nobypassrls;
-exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
-end
-$$;
-
-do $$
-begin
-    create role service_role nologin noinherit nobypassrls;
-exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
-end
-$$;
-
-do $$
-begin
-    create role guestpass_authenticator login noinherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls;
-exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
+    foreach v_create in array array[
+        'create role anon nologin noinherit nobypassrls',
+        'create role authenticated nologin noinherit nobypassrls',
+        'create role service_role nologin noinherit nobypassrls',
+        'create role guestpass_authenticator login noinherit nosuperuser nocreatedb nocreaterole noreplication nobypassrls'
+    ] loop
+        begin
+            execute v_create;
+        exception when duplicate_object or unique_violation then null;  -- unique_violation: another database created it concurrently
+        end;
+    end loop;
 end
 $$;
 
