@@ -33,13 +33,10 @@ public struct TestDatabase: Sendable {
         _ body: (TestDatabase, PostgresPool) async throws -> R
     ) async throws -> R {
         let database = try await Self.create(migrated: migrated, examples: examples)
-        do {
-            let result = try await withShutdown(makePool(database)) { try await body(database, $0) }
+        return try await withCleanup {
+            try await withShutdown(makePool(database)) { try await body(database, $0) }
+        } cleanup: {
             await database.drop()
-            return result
-        } catch {
-            await database.drop()
-            throw error
         }
     }
 

@@ -44,13 +44,10 @@ struct TestService: Sendable {
         examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }, _ body: (TestService) async throws -> R
     ) async throws -> R {
         let service = try await Self.make(examples: examples, adjust)
-        do {
-            let result = try await body(service)
+        return try await withCleanup {
+            try await body(service)
+        } cleanup: {
             await service.tearDown()
-            return result
-        } catch {
-            await service.tearDown()
-            throw error
         }
     }
 

@@ -10,17 +10,7 @@ import Testing
 
 /// Runs `body` against a fresh, empty database (no migrations) and its owner pool; drops both afterwards.
 func withEmptyDatabase(_ body: (TestDatabase, PostgresPool) async throws -> Void) async throws {
-    let database = try await TestDatabase.create(migrated: false)
-    let pool = database.ownerPool()
-    do {
-        try await body(database, pool)
-    } catch {
-        await pool.shutdown()
-        await database.drop()
-        throw error
-    }
-    await pool.shutdown()
-    await database.drop()
+    try await TestDatabase.with(migrated: false, pool: { $0.ownerPool() }, body)
 }
 
 /// Makes sure the cluster-wide roles of the core migrations exist before a test applies the core migrations to an
