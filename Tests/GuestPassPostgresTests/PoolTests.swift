@@ -3,6 +3,15 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Testing
 
+/// The session's role and request claims (`<none>` when unset): what a borrower that failed part-way left behind.
+private let sessionStateQuery = "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
+
+/// Records an issue unless `row`, of `sessionStateQuery`, shows a clean session: the login role and no claims.
+private func expectLoginRoleWithoutClaims(_ row: PostgresRow, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator", sourceLocation: sourceLocation)
+    #expect(try row.decode(String.self, at: 1) == "<none>", sourceLocation: sourceLocation)
+}
+
 @Suite struct PoolTests {
     @Test func twoHundredConcurrentTasksOverEightConnectionsAllSucceed() async throws {
         try await TestDatabase.with(
@@ -91,11 +100,7 @@ import Testing
             try await pool.withConnection { connection in
                 #expect(connection.backendPID == firstPID, "pool of one reuses the same session")
                 #expect(try await connection.run { $0.transactionStatus } == .idle, "no leftover transaction")
-                let row = try await connection.execute(
-                    "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
-                ).rows[0]
-                #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
-                #expect(try row.decode(String.self, at: 1) == "<none>")
+                try expectLoginRoleWithoutClaims(try await connection.execute(sessionStateQuery).rows[0])
             }
         }
     }
@@ -108,11 +113,7 @@ import Testing
                 try await pool.requestTransaction(identity, [PostgresStatement("SELECT 1/0"), PostgresStatement("SELECT 2")])
             }
             #expect(error.sqlState == SQLState("22012"))
-            let row = try await pool.execute(
-                "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
-            ).rows[0]
-            #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
-            #expect(try row.decode(String.self, at: 1) == "<none>")
+            try expectLoginRoleWithoutClaims(try await pool.execute(sessionStateQuery).rows[0])
         }
     }
 
