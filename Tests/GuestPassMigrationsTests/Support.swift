@@ -39,6 +39,18 @@ func withRunner(_ body: (MigrationRunner, PostgresPool) async throws -> Void) as
     try await withEmptyDatabase { _, pool in try await body(makeRunner(pool), pool) }
 }
 
+/// Runs `body` with a runner (`makeRunner`) on a fresh, empty database to which a folder of `files` has been applied:
+/// where the tests of a changed folder start.
+func withApplied(
+    _ files: KeyValuePairs<String, String>, _ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void
+) async throws {
+    let folder = try MigrationFolder(files)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
+}
+
 extension MigrationRunner {
     /// `up` with no core files and `folder` as the app's: its versioned files, then `repeatable/*.sql`.
     func up(_ folder: MigrationFolder) async throws -> Outcome {
