@@ -51,6 +51,18 @@ struct TestService: Sendable {
         }
     }
 
+    /// Runs `body` with a fresh service (`with`), one tenant of it (`createTenant`) and a client of the service running
+    /// (`withServer`): where most tests of the HTTP API start.
+    static func withServedTenant<R: Sendable>(
+        examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in },
+        _ body: @Sendable (TestService, TestTenant, any TestClientProtocol) async throws -> R
+    ) async throws -> R {
+        try await Self.with(examples: examples, adjust) { service in
+            let tenant = try await service.createTenant()
+            return try await service.withServer { client in try await body(service, tenant, client) }
+        }
+    }
+
     /// Registers an app with a publishable and a secret key, as `guestpass apps create` does (`Administration`).
     func createTenant(name: String = "test") async throws -> TestTenant {
         let (appID, publishable, secret) = try await Administration(pool: self.owner).createApp(name: name)
