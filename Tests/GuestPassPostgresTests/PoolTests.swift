@@ -14,16 +14,8 @@ private func expectLoginRoleWithoutClaims(_ row: PostgresRow, sourceLocation: So
 
 @Suite struct PoolTests {
     @Test func twoHundredConcurrentTasksOverEightConnectionsAllSucceed() async throws {
-        try await TestDatabase.with(
-            migrated: false,
-            pool: { database in
-                // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
-                var configuration = PostgresConfiguration(url: database.ownerURL)
-                configuration.maxConnections = 8
-                configuration.acquireTimeout = .seconds(60)
-                return PostgresPool(configuration: configuration)
-            }
-        ) { database, pool in
+        // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 8, acquireTimeout: .seconds(60)) }) { database, pool in
             let outcomes = await withTaskGroup(of: Result<(Int, Int32), any Error>.self) { group in
                 for index in 0..<200 {
                     group.addTask {
@@ -49,15 +41,8 @@ private func expectLoginRoleWithoutClaims(_ row: PostgresRow, sourceLocation: So
     }
 
     @Test func acquireTimesOutWhenEveryConnectionIsBusy() async throws {
-        try await TestDatabase.with(
-            migrated: false,
-            pool: { database in
-                var configuration = PostgresConfiguration(url: database.ownerURL)
-                configuration.maxConnections = 1
-                configuration.acquireTimeout = .milliseconds(200)
-                return PostgresPool(configuration: configuration)
-            }
-        ) { database, pool in
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1, acquireTimeout: .milliseconds(200)) }) {
+            database, pool in
             async let long: PostgresResult = pool.execute("SELECT pg_sleep(5)")
             // The one connection is busy once the long statement runs on the server (5 s: on a loaded machine the probe
             // below can take a second or two to see it).
