@@ -7,6 +7,28 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The products of the package dependencies that the targets use, by the module name they import.
+extension Target.Dependency {
+    static let logging: Self = .product(name: "Logging", package: "swift-log")
+    static let nioPosix: Self = .product(name: "NIOPosix", package: "swift-nio")
+    static let nioCore: Self = .product(name: "NIOCore", package: "swift-nio")
+    static let nioHTTP1: Self = .product(name: "NIOHTTP1", package: "swift-nio")
+    static let nioWebSocket: Self = .product(name: "NIOWebSocket", package: "swift-nio")
+    static let nioConcurrencyHelpers: Self = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+    static let nioFoundationEssentialsCompat: Self = .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio")
+    static let serviceLifecycle: Self = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+    static let unixSignals: Self = .product(name: "UnixSignals", package: "swift-service-lifecycle")
+    static let asyncHTTPClient: Self = .product(name: "AsyncHTTPClient", package: "async-http-client")
+    static let metrics: Self = .product(name: "Metrics", package: "swift-metrics")
+    static let prometheus: Self = .product(name: "Prometheus", package: "swift-prometheus")
+    static let hummingbird: Self = .product(name: "Hummingbird", package: "hummingbird")
+    static let hummingbirdCore: Self = .product(name: "HummingbirdCore", package: "hummingbird")
+    static let hummingbirdTesting: Self = .product(name: "HummingbirdTesting", package: "hummingbird")
+    static let hummingbirdWebSocket: Self = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
+    static let argumentParser: Self = .product(name: "ArgumentParser", package: "swift-argument-parser")
+    static let httpTypes: Self = .product(name: "HTTPTypes", package: "swift-http-types")
+}
+
 let package = Package(
     name: "GuestPass",
     platforms: [.macOS(.v14)],
@@ -36,39 +58,21 @@ let package = Package(
             name: "GuestPassPostgres",
             dependencies: [
                 "CLibPQ",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+                .logging, .nioPosix, .serviceLifecycle,
+            ]
         ),
         /// JWT signing/verification and key handling over OpenSSL's libcrypto. Sole importer of COpenSSL.
-        .target(
-            name: "GuestPassCrypto",
-            dependencies: ["COpenSSL"],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "GuestPassCrypto", dependencies: ["COpenSSL"]),
         /// Strict JSON text in (`JSONParser`: one pass, bounded, no NUL), values with exact numbers out (`JSONValue`,
         /// `JSONNumber`): request bodies, RPC arguments and stored documents; no HTTP, no SQL.
-        .target(
-            name: "GuestPassJSON",
-            dependencies: ["GuestPassCrypto"],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "GuestPassJSON", dependencies: ["GuestPassCrypto"]),
         /// PostgREST's URL grammar (select, filters, logic trees, order, ranges) and `Prefer` header: text in, a typed
         /// request out; no SQL, no dependencies.
-        .target(
-            name: "PostgRESTGrammar",
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "PostgRESTGrammar"),
         /// Supabase Realtime's wire protocol (Phoenix framings `vsn` 1.0.0 objects and 2.0.0 arrays, binary broadcast kinds
         /// 3 and 4, join configs, binding ids, `postgres_changes` filters, the server's payloads): text and bytes in,
         /// typed messages out and back; no networking, no SQL.
-        .target(
-            name: "RealtimeProtocol",
-            dependencies: ["GuestPassJSON"],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "RealtimeProtocol", dependencies: ["GuestPassJSON"]),
         /// Every piece of SQL text the service sends, and the typed calls around it: the server-side functions
         /// (`ServerFunctions`), the operator's `Administration`, API keys, the RPC and table statement builders, the schema
         /// cache and its reload listener, the read-replica routing. Plain values in, rows or typed outcomes out; throws
@@ -77,12 +81,8 @@ let package = Package(
             name: "GuestPassStore",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "PostgRESTGrammar",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+                .logging, .nioConcurrencyHelpers, .nioPosix, .serviceLifecycle,
+            ]
         ),
         /// The core SQL migrations, embedded as resources: the versioned `.sql` files of `sql/migrations` and the
         /// repeatable ones of `sql/migrations/repeatable` (the folder is copied whole).
@@ -91,65 +91,47 @@ let package = Package(
             path: "sql",
             exclude: ["examples", "tests", "schema.sql"],
             sources: ["CoreMigrations.swift"],
-            resources: [.copy("migrations")],
-            swiftSettings: swiftSettings
+            resources: [.copy("migrations")]
         ),
         /// The migration runner behind `guestpass migrate`.
         .target(
             name: "GuestPassMigrations",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "CoreMigrations",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+                .logging,
+            ]
         ),
         /// Apple DeviceCheck: the client for Apple's two-bits API (and its authorization JWT).
         .target(
             name: "GuestPassDeviceCheck",
             dependencies: [
                 "GuestPassCrypto",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+                .asyncHTTPClient, .logging, .nioCore, .nioHTTP1,
+            ]
         ),
         /// A local stand-in for Apple's DeviceCheck servers (real HTTP, Apple's protocol), for development and tests.
         .target(
             name: "GuestPassDeviceCheckStandIn",
             dependencies: [
                 "GuestPassCrypto",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+                .hummingbird, .logging,
+            ]
         ),
         /// Sign in with Apple: Apple's keys (fetched with async-http-client, cached) and identity-token verification.
         .target(
             name: "GuestPassApple",
             dependencies: [
                 "GuestPassCrypto",
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+                .metrics, .asyncHTTPClient, .logging, .nioConcurrencyHelpers, .nioCore, .nioHTTP1,
+            ]
         ),
         /// A local stand-in for Apple's Sign in with Apple endpoints (real HTTP: keys, identity tokens), for tests.
         .target(
             name: "GuestPassAppleStandIn",
             dependencies: [
                 "GuestPassCrypto",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+                .hummingbird, .logging, .nioConcurrencyHelpers, .nioFoundationEssentialsCompat,
+            ]
         ),
         /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`) as a resource.
         .target(
@@ -157,31 +139,18 @@ let package = Package(
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
                 "PostgRESTGrammar", "RealtimeProtocol",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
+                .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
+                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat,
             ],
-            resources: [.copy("HTTP/openapi.json")],
-            swiftSettings: swiftSettings
+            resources: [.copy("HTTP/openapi.json")]
         ),
         /// The one stack set-up (database, migrations, apps, signing key) behind `guestpass dev up` and the test harness.
         .target(
             name: "GuestPassDevStack",
             dependencies: [
                 "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+                .logging,
+            ]
         ),
         /// The `guestpass` command line: serve, migrate, keys, apps, dev.
         .executableTarget(
@@ -189,81 +158,49 @@ let package = Package(
             dependencies: [
                 "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
                 "GuestPassAppleStandIn", "GuestPassDevStack",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+                .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .serviceLifecycle, .unixSignals,
+            ]
         ),
         /// Throwaway databases and clusters for the tests (never linked into the binary).
-        .target(
-            name: "GuestPassTestSupport",
-            dependencies: ["GuestPassPostgres", "GuestPassDevStack", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "GuestPassTestSupport", dependencies: ["GuestPassPostgres", "GuestPassDevStack", .logging]),
 
         // MARK: Tests (one target per module)
-        .testTarget(
-            name: "GuestPassPostgresTests",
-            dependencies: ["GuestPassPostgres", "GuestPassTestSupport"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "GuestPassMigrationsTests",
-            dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "PostgRESTGrammarTests",
-            dependencies: ["PostgRESTGrammar", "GuestPassTestSupport"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "RealtimeProtocolTests",
-            dependencies: ["RealtimeProtocol", "GuestPassJSON", "GuestPassTestSupport"],
-            swiftSettings: swiftSettings
-        ),
+        .testTarget(name: "GuestPassPostgresTests", dependencies: ["GuestPassPostgres", "GuestPassTestSupport"]),
+        .testTarget(name: "GuestPassMigrationsTests", dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"]),
+        .testTarget(name: "PostgRESTGrammarTests", dependencies: ["PostgRESTGrammar", "GuestPassTestSupport"]),
+        .testTarget(name: "RealtimeProtocolTests", dependencies: ["RealtimeProtocol", "GuestPassJSON", "GuestPassTestSupport"]),
         .testTarget(
             name: "GuestPassCryptoTests",
             dependencies: ["GuestPassCrypto"],
             exclude: ["crosscheck.py"],
-            resources: [.copy("Vectors")],
-            swiftSettings: swiftSettings
+            resources: [.copy("Vectors")]
         ),
         .testTarget(
             name: "GuestPassDeviceCheckTests",
             dependencies: [
                 "GuestPassDeviceCheck", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+                .hummingbirdTesting, .logging, .httpTypes, .nioCore,
+            ]
         ),
         .testTarget(
             name: "GuestPassAppleTests",
             dependencies: [
                 "GuestPassApple", "GuestPassAppleStandIn", "GuestPassCrypto",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+                .hummingbirdTesting, .logging,
+            ]
         ),
         .testTarget(
             name: "GuestPassAppTests",
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
                 "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+                .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat,
+            ]
         ),
     ]
 )
+
+// Every Swift target builds with the same settings (system library targets have none).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = swiftSettings
+}

@@ -70,7 +70,7 @@ struct AppsCommand: AsyncParsableCommand {
             settings.appleKeyPath = self.appleKeyPath
             settings.guestIdleDays = self.guestIdleDays
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
-            let updated = try await withAdminPool(self.database) { try await Administration(pool: $0).configureApp(self.app, settings) }
+            let updated = try await withAdministration(self.database) { try await $0.configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }
             print("Updated app \(self.app.uuidString.lowercased()).")
         }
@@ -86,8 +86,8 @@ struct AppsCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard let amount = Int32(exactly: self.amount), amount > 0 else { throw ValidationError("--amount must be in 1...\(Int32.max)") }
-            let balance = try await withAdminPool(self.database) {
-                try await Administration(pool: $0).grantCredits(user: self.user, amount: amount, reason: self.reason)
+            let balance = try await withAdministration(self.database) {
+                try await $0.grantCredits(user: self.user, amount: amount, reason: self.reason)
             }
             print("Balance of \(self.user.uuidString.lowercased()): \(balance) credits.")
         }
@@ -101,9 +101,7 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "true or false.") var premium: Bool
 
         func run() async throws {
-            let updated = try await withAdminPool(self.database) {
-                try await Administration(pool: $0).setPremium(user: self.user, premium: self.premium)
-            }
+            let updated = try await withAdministration(self.database) { try await $0.setPremium(user: self.user, premium: self.premium) }
             guard updated else { throw ValidationError("no user with id \(self.user)") }
             print("User \(self.user.uuidString.lowercased()) is\(self.premium ? "" : " not") premium.")
         }
@@ -125,7 +123,7 @@ struct AppsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let name = self.name
-            let (appID, publishable, secret) = try await withAdminPool(self.database) { try await Administration(pool: $0).createApp(name: name) }
+            let (appID, publishable, secret) = try await withAdministration(self.database) { try await $0.createApp(name: name) }
             if self.json {
                 let object = [
                     "app_id": appID.uuidString.lowercased(), "name": name, "publishable_key": publishable.value, "secret_key": secret.value,
@@ -150,7 +148,7 @@ extension AppsCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func run() async throws {
-            let apps = try await withAdminPool(self.database) { try await Administration(pool: $0).listApps() }
+            let apps = try await withAdministration(self.database) { try await $0.listApps() }
             if self.json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -179,7 +177,7 @@ extension AppsCommand {
 
         func run() async throws {
             let app = self.app
-            guard let keys = try await withAdminPool(self.database, { try await Administration(pool: $0).rotateKeys(app: app) }) else {
+            guard let keys = try await withAdministration(self.database, { try await $0.rotateKeys(app: app) }) else {
                 throw ValidationError("no app with id \(app)")
             }
             print("publishable key: \(keys.publishable.value)")
@@ -200,7 +198,7 @@ extension AppsCommand {
 
         func run() async throws {
             let (app, key) = (self.app, self.key)
-            guard try await withAdminPool(self.database, { try await Administration(pool: $0).revokeKey(app: app, key: key) }) else {
+            guard try await withAdministration(self.database, { try await $0.revokeKey(app: app, key: key) }) else {
                 throw ValidationError("app \(app) has no live key like that")
             }
             print("Revoked.")
@@ -220,6 +218,11 @@ func adminConfiguration(_ database: DatabaseOptions) throws -> PostgresConfigura
 /// Runs `body` with an admin pool and shuts the pool down afterwards.
 func withAdminPool<R: Sendable>(_ database: DatabaseOptions, _ body: (PostgresPool) async throws -> R) async throws -> R {
     try await withPool(try adminConfiguration(database), body)
+}
+
+/// Runs `body` with the operator's `Administration` over an admin pool, shut down afterwards.
+func withAdministration<R: Sendable>(_ database: DatabaseOptions, _ body: (Administration) async throws -> R) async throws -> R {
+    try await withAdminPool(database) { try await body(Administration(pool: $0)) }
 }
 
 /// Runs `body` with a pool for `configuration`, shutting it down afterwards whatever happens.

@@ -25,14 +25,24 @@ struct MigrateCommand: AsyncParsableCommand {
             return (core, app)
         }
 
+        /// Runs `body` with a runner on a one-connection pool; a refusal (`MigrationError`) or a database error is printed
+        /// to standard error and exits 1.
         func withRunner<R: Sendable>(_ body: (MigrationRunner) async throws -> R) async throws -> R {
-            var configuration = PostgresConfiguration(url: try self.database.resolvedURL())
-            configuration.maxConnections = 1
-            configuration.applicationName = "guestpass-migrate"
-            configuration.statementTimeout = .seconds(3600)
-            configuration.ioTimeout = .seconds(3700)
-            let logger = bootstrapLogging(label: "guestpass.migrate")
-            return try await withPool(configuration) { pool in try await body(MigrationRunner(pool: pool, logger: logger)) }
+            do {
+                var configuration = PostgresConfiguration(url: try self.database.resolvedURL())
+                configuration.maxConnections = 1
+                configuration.applicationName = "guestpass-migrate"
+                configuration.statementTimeout = .seconds(3600)
+                configuration.ioTimeout = .seconds(3700)
+                let logger = bootstrapLogging(label: "guestpass.migrate")
+                return try await withPool(configuration) { pool in try await body(MigrationRunner(pool: pool, logger: logger)) }
+            } catch let error as MigrationError {
+                printError(error.description)
+                throw ExitCode(1)
+            } catch let error as PostgresError {
+                printError("database error: \(error)")
+                throw ExitCode(1)
+            }
         }
     }
 
@@ -43,21 +53,13 @@ struct MigrateCommand: AsyncParsableCommand {
 
         func run() async throws {
             let files = try self.options.loadFiles()
-            do {
-                let outcome = try await self.options.withRunner { try await $0.up(core: files.core, app: files.app) }
-                if outcome.applied.isEmpty {
-                    print("Nothing to apply.")
-                } else if outcome.repeatable.isEmpty {
-                    print("Applied \(outcome.versioned.count) migration(s).")
-                } else {
-                    print("Applied \(outcome.versioned.count) migration(s) and \(outcome.repeatable.count) repeatable file(s).")
-                }
-            } catch let error as MigrationError {
-                printError(error.description)
-                throw ExitCode(1)
-            } catch let error as PostgresError {
-                printError("database error: \(error)")
-                throw ExitCode(1)
+            let outcome = try await self.options.withRunner { try await $0.up(core: files.core, app: files.app) }
+            if outcome.applied.isEmpty {
+                print("Nothing to apply.")
+            } else if outcome.repeatable.isEmpty {
+                print("Applied \(outcome.versioned.count) migration(s).")
+            } else {
+                print("Applied \(outcome.versioned.count) migration(s) and \(outcome.repeatable.count) repeatable file(s).")
             }
         }
     }
@@ -69,13 +71,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
         func run() async throws {
             let files = try self.options.loadFiles()
-            let rows: [MigrationStatus]
-            do {
-                rows = try await self.options.withRunner { try await $0.status(core: files.core, app: files.app) }
-            } catch let error as PostgresError {
-                printError("database error: \(error)")
-                throw ExitCode(1)
-            }
+            let rows = try await self.options.withRunner { try await $0.status(core: files.core, app: files.app) }
             print(pad("SCOPE", 6), pad("VERSION", 8), pad("NAME", 34), pad("STATE", 9), pad("APPLIED AT", 25), "CHECKSUM")
             for row in rows {
                 let applied = row.appliedAt.map { ISO8601DateFormatter().string(from: $0) } ?? "-"

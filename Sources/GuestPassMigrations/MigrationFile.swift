@@ -59,14 +59,8 @@ public struct MigrationFile: Sendable, Equatable {
 
     /// Loads every `NNNN_name.sql` file of `directory`, sorted by version. Other files (and folders) are ignored.
     public static func load(from directory: URL, scope: MigrationScope) throws -> [MigrationFile] {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        } catch {
-            throw MigrationError("cannot read migrations folder \(directory.path): \(error.localizedDescription)")
-        }
         var files: [MigrationFile] = []
-        for fileName in names where fileName.hasSuffix(".sql") {
+        for fileName in try sqlFileNames(in: directory, "migrations") {
             let stem = fileName.dropLast(4)
             guard let underscore = stem.firstIndex(of: "_"),
                 !stem[..<underscore].isEmpty, stem[..<underscore].allSatisfy(\.isNumber),
@@ -116,14 +110,8 @@ public struct MigrationSet: Sendable, Equatable {
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
             return MigrationSet(versioned: versioned)
         }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        } catch {
-            throw MigrationError("cannot read repeatable folder \(folder.path): \(error.localizedDescription)")
-        }
         var repeatable: [MigrationFile] = []
-        for fileName in names.sorted() where fileName.hasSuffix(".sql") {
+        for fileName in try sqlFileNames(in: folder, "repeatable").sorted() {
             let name = String(fileName.dropLast(4))
             guard !name.isEmpty, !name.contains(where: \.isWhitespace) else {
                 throw MigrationError("\(Self.repeatableFolder)/\(fileName): repeatable files are named <name>.sql, without spaces")
@@ -144,4 +132,14 @@ public struct MigrationSet: Sendable, Equatable {
 public struct MigrationError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// The names of the `.sql` files in `folder`, in no particular order; `kind` names the folder in the error thrown when
+/// it cannot be read ("cannot read migrations folder …").
+private func sqlFileNames(in folder: URL, _ kind: String) throws -> [String] {
+    do {
+        return try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }
+    } catch {
+        throw MigrationError("cannot read \(kind) folder \(folder.path): \(error.localizedDescription)")
+    }
 }

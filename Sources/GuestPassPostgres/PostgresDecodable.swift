@@ -17,68 +17,62 @@ extension String: PostgresDecodable {
 
 extension Int: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = Int(try cell.requireText("integer")) else { throw cell.decodingError("integer") }
-        self = value
+        self = try cell.parseText("integer") { Int($0) }
     }
 }
 
 extension Int64: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = Int64(try cell.requireText("integer")) else { throw cell.decodingError("integer") }
-        self = value
+        self = try cell.parseText("integer") { Int64($0) }
     }
 }
 
 extension Int32: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = Int32(try cell.requireText("integer")) else { throw cell.decodingError("integer") }
-        self = value
+        self = try cell.parseText("integer") { Int32($0) }
     }
 }
 
 extension Bool: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        switch try cell.requireText("boolean") {
-        case "t": self = true
-        case "f": self = false
-        default: throw cell.decodingError("boolean")
+        self = try cell.parseText("boolean") { text in
+            switch text {
+            case "t": true
+            case "f": false
+            default: nil
+            }
         }
     }
 }
 
 extension Double: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        switch try cell.requireText("double") {
-        case "NaN": self = .nan
-        case "Infinity": self = .infinity
-        case "-Infinity": self = -.infinity
-        case let text:
-            guard let value = Double(text) else { throw cell.decodingError("double") }
-            self = value
+        self = try cell.parseText("double") { text in
+            switch text {
+            case "NaN": .nan
+            case "Infinity": .infinity
+            case "-Infinity": -.infinity
+            default: Double(text)
+            }
         }
     }
 }
 
 extension UUID: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = UUID(uuidString: try cell.requireText("uuid")) else { throw cell.decodingError("uuid") }
-        self = value
+        self = try cell.parseText("uuid") { UUID(uuidString: $0) }
     }
 }
 
 extension Date: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = TimestampText.parse(try cell.requireText("timestamptz")) else {
-            throw cell.decodingError("timestamptz")
-        }
-        self = value
+        self = try cell.parseText("timestamptz") { TimestampText.parse($0) }
     }
 }
 
 extension PostgresDate: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
-        guard let value = PostgresDate(iso: try cell.requireText("date")) else { throw cell.decodingError("date") }
-        self = value
+        self = try cell.parseText("date") { PostgresDate(iso: $0) }
     }
 }
 
@@ -93,10 +87,8 @@ extension PostgresJSON: PostgresDecodable {
 
 extension Array: PostgresDecodable where Element == UInt8 {
     public init(postgresCell cell: PostgresCell) throws {
-        guard cell.typeOID == PostgresType.bytea, let value = ByteaText.parse(try cell.requireText("bytea")) else {
-            throw cell.decodingError("bytea")
-        }
-        self = value
+        guard cell.typeOID == PostgresType.bytea else { throw cell.decodingError("bytea") }
+        self = try cell.parseText("bytea") { ByteaText.parse($0) }
     }
 }
 

@@ -39,13 +39,10 @@ public final class PostgresPool: Service, Sendable {
     ) async throws -> R {
         let connection = try await self.state.acquire()
         let pooled = PooledConnection(connection: connection, threadPool: self.threadPool)
-        do {
-            let result = try await body(pooled)
+        return try await withCleanup {
+            try await body(pooled)
+        } cleanup: {
             await self.checkIn(connection)
-            return result
-        } catch {
-            await self.checkIn(connection)
-            throw error
         }
     }
 
@@ -294,12 +291,24 @@ public struct PooledConnection: Sendable {
 /// Runs `body` with `pool`, then shuts the pool down, awaited, whether `body` returns or throws: the scope of a pool
 /// that is not run as a service (commands, tests, set-up).
 public func withShutdown<R: Sendable>(_ pool: PostgresPool, _ body: (PostgresPool) async throws -> R) async throws -> R {
-    do {
-        let result = try await body(pool)
+    try await withCleanup {
+        try await body(pool)
+    } cleanup: {
         await pool.shutdown()
+    }
+}
+
+/// Runs `body`, then `cleanup`, awaited, whether `body` returns or throws (what a `defer` would do, were it allowed to
+/// await); answers what `body` answered, or rethrows its error.
+public func withCleanup<R>(
+    isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> R, cleanup: () async -> Void
+) async throws -> R {
+    do {
+        let result = try await body()
+        await cleanup()
         return result
     } catch {
-        await pool.shutdown()
+        await cleanup()
         throw error
     }
 }

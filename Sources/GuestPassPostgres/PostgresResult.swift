@@ -110,4 +110,11 @@ public struct PostgresCell: Sendable {
         guard let text = self.text else { throw self.decodingError(expected) }
         return text
     }
+
+    /// The text of the value made into a `T` by `parse`; a decoding error naming `expected` for `NULL`, or for text
+    /// `parse` refuses (answers nil for).
+    func parseText<T>(_ expected: String, _ parse: (String) -> T?) throws -> T {
+        guard let value = parse(try self.requireText(expected)) else { throw self.decodingError(expected) }
+        return value
+    }
 }

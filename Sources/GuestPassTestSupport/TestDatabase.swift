@@ -33,13 +33,10 @@ public struct TestDatabase: Sendable {
         _ body: (TestDatabase, PostgresPool) async throws -> R
     ) async throws -> R {
         let database = try await Self.create(migrated: migrated, examples: examples)
-        do {
-            let result = try await withShutdown(makePool(database)) { try await body(database, $0) }
+        return try await withCleanup {
+            try await withShutdown(makePool(database)) { try await body(database, $0) }
+        } cleanup: {
             await database.drop()
-            return result
-        } catch {
-            await database.drop()
-            throw error
         }
     }
 
@@ -66,10 +63,12 @@ public struct TestDatabase: Sendable {
         return PostgresPool(configuration: configuration)
     }
 
-    /// A pool on this database as the superuser (fixtures and checks that must see every row).
-    public func ownerPool(maxConnections: Int = 4) -> PostgresPool {
+    /// A pool on this database as the superuser (fixtures and checks that must see every row); `acquireTimeout` is
+    /// `PostgresConfiguration`'s default unless given.
+    public func ownerPool(maxConnections: Int = 4, acquireTimeout: Duration = .seconds(5)) -> PostgresPool {
         var configuration = PostgresConfiguration(url: self.ownerURL)
         configuration.maxConnections = maxConnections
+        configuration.acquireTimeout = acquireTimeout
         return PostgresPool(configuration: configuration)
     }
 

@@ -60,6 +60,16 @@ import GuestPassJSON
         try await client.call(.post, "/v1/devicecheck/grant", apiKey: tenant.publishableKey, bearer: access, json: #"{"device_token":"\#(token)"}"#)
     }
 
+    /// The credit balance of `user`, read as the owner.
+    static func credits(_ service: TestService, _ user: UUID) async throws -> Int {
+        try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [user])
+    }
+
+    /// Makes every pending claim a minute old, past its 30 s hold, as if time had passed: the next claim repairs it.
+    static func agePendingClaims(_ service: TestService) async throws {
+        try await service.owner.execute("UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+    }
+
     static func session(_ client: any TestClientProtocol, _ tenant: TestTenant) async throws -> (access: String, user: UUID) {
         let response = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
         return (try #require(response.string("access_token")), try #require(UUID(uuidString: response.user?["id"]?.stringValue ?? "")))
@@ -109,8 +119,8 @@ import GuestPassJSON
             #expect(try await Self.claim(client, tenant, other.access, StandInState.makeDeviceToken(deviceID: "phone-2"))["granted"] == .bool(true))
 
             #expect(await state.device("phone-1")?.updates == 1)
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [first.user]) == 10)
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [reinstall.user]) == 0)
+            #expect(try await Self.credits(service, first.user) == 10)
+            #expect(try await Self.credits(service, reinstall.user) == 0)
             #expect(try await service.count("SELECT count(*) FROM public.users WHERE initial_grant_claimed") == 3)
             #expect(try await service.count("SELECT count(*) FROM guestpass.credit_ledger WHERE reason = 'welcome_grant'") == 2)
         }
@@ -127,7 +137,7 @@ import GuestPassJSON
             }
             #expect(outcomes.filter { $0["granted"] == .bool(true) }.count == 1)
             #expect(outcomes.allSatisfy { $0.status == .ok || $0.status == .conflict })
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)
+            #expect(try await Self.credits(service, guest.user) == 10)
             #expect(try await service.count("SELECT count(*) FROM guestpass.credit_ledger WHERE user_id = $1", [guest.user]) == 1)
             #expect(await state.device("phone-c")?.updates == 1)
         }
@@ -142,17 +152,16 @@ import GuestPassJSON
             let crashed = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-x"))
             #expect(crashed.status.code >= 500)
             #expect(await state.device("phone-x")?.bit0 == true, "Apple's bit was set before the crash")
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 0)
+            #expect(try await Self.credits(service, guest.user) == 0)
 
             let tooSoon = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-x"))
             #expect(tooSoon.status == .conflict)
             // Time passes (the pending claim is older than its 30 s hold).
-            try await service.owner.execute(
-                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await Self.agePendingClaims(service)
             let repaired = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-x"))
             #expect(repaired.status == .ok)
             #expect(repaired["granted"] == .bool(true))
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)
+            #expect(try await Self.credits(service, guest.user) == 10)
             #expect(try await service.count("SELECT count(*) FROM guestpass.credit_ledger WHERE user_id = $1", [guest.user]) == 1)
             #expect(await state.device("phone-x")?.updates == 1)
         }
@@ -166,7 +175,7 @@ import GuestPassJSON
             #expect(down.status == .serviceUnavailable)
             #expect(down.errorCode == GoTrueCode.devicecheckUnavailable)
             #expect(down.headers[.retryAfter] != nil)
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 0)
+            #expect(try await Self.credits(service, guest.user) == 0)
 
             // Down during the update: a second query at once shows the bit was not set, so the claim is closed.
             await state.injectFailure(StandInFailure(status: 503, count: 1, delay: .zero, body: nil, endpoints: ["update_two_bits"]))
@@ -180,14 +189,13 @@ import GuestPassJSON
             let unknown = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(unknown.status == .serviceUnavailable)
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE state = 'pending'") == 1)
-            try await service.owner.execute(
-                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await Self.agePendingClaims(service)
 
             let granted = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(granted["granted"] == .bool(true))
             let again = try await Self.claim(client, tenant, guest.access, StandInState.makeDeviceToken(deviceID: "phone-d"))
             #expect(again["granted"] == .bool(false))
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)
+            #expect(try await Self.credits(service, guest.user) == 10)
             #expect(await state.device("phone-d")?.updates == 1)
 
             let garbage = try await Self.claim(client, tenant, guest.access, "bm90LWEtdG9rZW4=")
@@ -256,13 +264,12 @@ import GuestPassJSON
             let granted = try await Self.claim(client, tenant, second.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
             #expect(granted["granted"] == .bool(true), "the failed update never landed: the other install gets the grant")
 
-            try await service.owner.execute(
-                "UPDATE guestpass.devicecheck_claims SET updated_at = now() - interval '1 minute' WHERE state = 'pending'")
+            try await Self.agePendingClaims(service)
             let repaired = try await Self.claim(client, tenant, first.access, StandInState.makeDeviceToken(deviceID: "phone-r"))
             #expect(repaired.status == .ok)
             #expect(repaired["granted"] == .bool(false))
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [first.user]) == 0)
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [second.user]) == 10)
+            #expect(try await Self.credits(service, first.user) == 0)
+            #expect(try await Self.credits(service, second.user) == 10)
             #expect(try await service.count("SELECT count(*) FROM guestpass.devicecheck_claims WHERE reason = 'repair_unproven'") == 1)
         }
     }
@@ -304,7 +311,7 @@ import GuestPassJSON
                     == 1
             }
             #expect(closed, "the claim was finished after the client left")
-            #expect(try await service.count("SELECT credits_balance FROM public.users WHERE id = $1", [guest.user]) == 10)
+            #expect(try await Self.credits(service, guest.user) == 10)
             #expect(await state.device("phone-h")?.updates == 1)
         }
     }

@@ -44,13 +44,22 @@ struct TestService: Sendable {
         examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in }, _ body: (TestService) async throws -> R
     ) async throws -> R {
         let service = try await Self.make(examples: examples, adjust)
-        do {
-            let result = try await body(service)
+        return try await withCleanup {
+            try await body(service)
+        } cleanup: {
             await service.tearDown()
-            return result
-        } catch {
-            await service.tearDown()
-            throw error
+        }
+    }
+
+    /// Runs `body` with a fresh service (`with`), one tenant of it (`createTenant`) and a client of the service running
+    /// (`withServer`): where most tests of the HTTP API start.
+    static func withServedTenant<R: Sendable>(
+        examples: Bool = false, _ adjust: (inout AuthConfiguration) -> Void = { _ in },
+        _ body: @Sendable (TestService, TestTenant, any TestClientProtocol) async throws -> R
+    ) async throws -> R {
+        try await Self.with(examples: examples, adjust) { service in
+            let tenant = try await service.createTenant()
+            return try await service.withServer { client in try await body(service, tenant, client) }
         }
     }
 

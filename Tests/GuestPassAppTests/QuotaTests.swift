@@ -15,91 +15,79 @@ import GuestPassJSON
     }
 
     @Test func twoHundredConcurrentConsumesSpendExactlyWhatThereIs() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let session = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+            let access = try #require(session.string("access_token"))
+            let userID = try #require(session.user?["id"]?.stringValue)
+            try await service.owner.execute("SELECT guestpass.grant_credits_admin($1, 2, 'test')", [UUID(uuidString: userID)!])
 
-            try await service.withServer { client in
-                let session = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
-                let access = try #require(session.string("access_token"))
-                let userID = try #require(session.user?["id"]?.stringValue)
-                try await service.owner.execute("SELECT guestpass.grant_credits_admin($1, 2, 'test')", [UUID(uuidString: userID)!])
+            let before = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
+            #expect(before["quota_remaining"] == .number(3))
+            #expect(before["credits_remaining"] == .number(2))
+            #expect(before["daily_limit"] == .number(3))
+            #expect(before["is_premium"] == .bool(false))
 
-                let before = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
-                #expect(before["quota_remaining"] == .number(3))
-                #expect(before["credits_remaining"] == .number(2))
-                #expect(before["daily_limit"] == .number(3))
-                #expect(before["is_premium"] == .bool(false))
-
-                let outcomes = try await withThrowingTaskGroup(of: JSONResponse.self) { group in
-                    for _ in 0..<200 { group.addTask { try await Self.consume(client, tenant, access) } }
-                    return try await group.reduce(into: [JSONResponse]()) { $0.append($1) }
-                }
-                let succeeded = outcomes.filter { $0.status == .ok }
-                let refused = outcomes.filter { $0.status == .tooManyRequests }
-                #expect(succeeded.count == 5)
-                #expect(refused.count == 195)
-                #expect(outcomes.allSatisfy { $0.status.code < 500 })
-                #expect(refused.allSatisfy { Int($0.headers[.retryAfter] ?? "") ?? 0 >= 1 })
-                #expect(refused.first?.errorCode == SQLState.rateLimited.rawValue)
-                #expect(Set(succeeded.compactMap { $0.string("charged") }) == ["free", "credit"])
-
-                let after = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
-                #expect(after["quota_remaining"] == .number(0))
-                #expect(after["credits_remaining"] == .number(0))
-                let ledger = try await service.count(
-                    "SELECT coalesce(sum(change), 0) - (SELECT credits_balance FROM public.users WHERE id = $1) FROM guestpass.credit_ledger WHERE user_id = $1",
-                    [UUID(uuidString: userID)!]
-                )
-                #expect(ledger == 0, "the ledger sums to the balance")
+            let outcomes = try await withThrowingTaskGroup(of: JSONResponse.self) { group in
+                for _ in 0..<200 { group.addTask { try await Self.consume(client, tenant, access) } }
+                return try await group.reduce(into: [JSONResponse]()) { $0.append($1) }
             }
+            let succeeded = outcomes.filter { $0.status == .ok }
+            let refused = outcomes.filter { $0.status == .tooManyRequests }
+            #expect(succeeded.count == 5)
+            #expect(refused.count == 195)
+            #expect(outcomes.allSatisfy { $0.status.code < 500 })
+            #expect(refused.allSatisfy { Int($0.headers[.retryAfter] ?? "") ?? 0 >= 1 })
+            #expect(refused.first?.errorCode == SQLState.rateLimited.rawValue)
+            #expect(Set(succeeded.compactMap { $0.string("charged") }) == ["free", "credit"])
+
+            let after = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
+            #expect(after["quota_remaining"] == .number(0))
+            #expect(after["credits_remaining"] == .number(0))
+            let ledger = try await service.count(
+                "SELECT coalesce(sum(change), 0) - (SELECT credits_balance FROM public.users WHERE id = $1) FROM guestpass.credit_ledger WHERE user_id = $1",
+                [UUID(uuidString: userID)!]
+            )
+            #expect(ledger == 0, "the ledger sums to the balance")
         }
     }
 
     @Test func retriedConsumeWithOneIdempotencyKeyChargesOnce() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let session = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+            let access = try #require(session.string("access_token"))
 
-            try await service.withServer { client in
-                let session = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
-                let access = try #require(session.string("access_token"))
+            let first = try await Self.consume(client, tenant, access, key: "req-1")
+            let retry = try await Self.consume(client, tenant, access, key: "req-1")
+            #expect(first.status == .ok && retry.status == .ok)
+            #expect(first.body == retry.body, "a retry returns the first answer")
+            #expect(first["quota_remaining"] == .number(2))
 
-                let first = try await Self.consume(client, tenant, access, key: "req-1")
-                let retry = try await Self.consume(client, tenant, access, key: "req-1")
-                #expect(first.status == .ok && retry.status == .ok)
-                #expect(first.body == retry.body, "a retry returns the first answer")
-                #expect(first["quota_remaining"] == .number(2))
-
-                let concurrent = try await withThrowingTaskGroup(of: JSONResponse.self) { group in
-                    for _ in 0..<50 { group.addTask { try await Self.consume(client, tenant, access, key: "req-2") } }
-                    return try await group.reduce(into: [JSONResponse]()) { $0.append($1) }
-                }
-                #expect(concurrent.allSatisfy { $0.status == .ok })
-                #expect(Set(concurrent.map { $0["quota_remaining"]?.jsonText ?? "-" }).count == 1)
-                let quota = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
-                #expect(quota["quota_remaining"] == .number(1), "two keys, two charges")
+            let concurrent = try await withThrowingTaskGroup(of: JSONResponse.self) { group in
+                for _ in 0..<50 { group.addTask { try await Self.consume(client, tenant, access, key: "req-2") } }
+                return try await group.reduce(into: [JSONResponse]()) { $0.append($1) }
             }
+            #expect(concurrent.allSatisfy { $0.status == .ok })
+            #expect(Set(concurrent.map { $0["quota_remaining"]?.jsonText ?? "-" }).count == 1)
+            let quota = try await client.call(.post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: access, json: "{}")
+            #expect(quota["quota_remaining"] == .number(1), "two keys, two charges")
         }
     }
 
     @Test func anotherUsersIDIsRefused() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-
-            try await service.withServer { client in
-                let a = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
-                let b = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
-                let bID = try #require(b.user?["id"]?.stringValue)
-                let response = try await client.call(
-                    .post, "/rest/v1/rpc/consume_quota", apiKey: tenant.publishableKey, bearer: a.string("access_token"),
-                    json: #"{"p_user_id":"\#(bID)"}"#
-                )
-                #expect(response.status == .forbidden)
-                let own = try await client.call(
-                    .post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: a.string("access_token"),
-                    json: #"{"p_user_id":"\#(try #require(a.user?["id"]?.stringValue))"}"#
-                )
-                #expect(own.status == .ok)
-            }
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let a = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+            let b = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+            let bID = try #require(b.user?["id"]?.stringValue)
+            let response = try await client.call(
+                .post, "/rest/v1/rpc/consume_quota", apiKey: tenant.publishableKey, bearer: a.string("access_token"),
+                json: #"{"p_user_id":"\#(bID)"}"#
+            )
+            #expect(response.status == .forbidden)
+            let own = try await client.call(
+                .post, "/rest/v1/rpc/get_quota", apiKey: tenant.publishableKey, bearer: a.string("access_token"),
+                json: #"{"p_user_id":"\#(try #require(a.user?["id"]?.stringValue))"}"#
+            )
+            #expect(own.status == .ok)
         }
     }
 

@@ -110,32 +110,29 @@ import GuestPassJSON
     /// A JSON number reaches PostgreSQL as the text it was written with, and results are PostgreSQL's own JSON: no
     /// digit is lost to a `Double` either way (`echo_bigint` and `echo_numeric` of sql/examples return their argument).
     @Test func numbersArriveAndReturnDigitForDigit() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-            try await service.withServer { client in
-                let guest = try await Self.guest(client, tenant)
-                let bigint = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p": 9007199254740993}"#)
-                #expect(bigint.status == .ok, "\(bigint.text)")
-                #expect(bigint.text == "9007199254740993")
-                let viaGet = try await client.call(
-                    .get, "/rest/v1/rpc/echo_bigint?p=9007199254740993", apiKey: tenant.publishableKey, bearer: guest.access)
-                #expect(viaGet.text == "9007199254740993")
-                let smallest = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p":-9223372036854775808}"#)
-                #expect(smallest.text == "-9223372036854775808")
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await Self.guest(client, tenant)
+            let bigint = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p": 9007199254740993}"#)
+            #expect(bigint.status == .ok, "\(bigint.text)")
+            #expect(bigint.text == "9007199254740993")
+            let viaGet = try await client.call(
+                .get, "/rest/v1/rpc/echo_bigint?p=9007199254740993", apiKey: tenant.publishableKey, bearer: guest.access)
+            #expect(viaGet.text == "9007199254740993")
+            let smallest = try await Self.rpc(client, tenant, "echo_bigint", guest, #"{"p":-9223372036854775808}"#)
+            #expect(smallest.text == "-9223372036854775808")
 
-                for numeric in ["12345678901234567890.12345678901234567890", "0.1000000000000000055511151231257827", "1.50", "0.000"] {
-                    let echoed = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":\#(numeric)}"#)
-                    #expect(echoed.text == numeric)
-                }
-                let exponent = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":1.5E+20}"#)
-                #expect(exponent.text == "150000000000000000000", "PostgreSQL writes numeric in plain decimal")
-
-                // Inside a jsonb argument too.
-                let added = try await Self.rpc(
-                    client, tenant, "add_reading", guest, #"{"p_kind":"palm","p_content":{"n":9007199254740993,"x":1.50}}"#)
-                #expect(added.status == .ok, "\(added.text)")
-                #expect(added.text.contains("9007199254740993") && added.text.contains("1.50"), "\(added.text)")
+            for numeric in ["12345678901234567890.12345678901234567890", "0.1000000000000000055511151231257827", "1.50", "0.000"] {
+                let echoed = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":\#(numeric)}"#)
+                #expect(echoed.text == numeric)
             }
+            let exponent = try await Self.rpc(client, tenant, "echo_numeric", guest, #"{"p":1.5E+20}"#)
+            #expect(exponent.text == "150000000000000000000", "PostgreSQL writes numeric in plain decimal")
+
+            // Inside a jsonb argument too.
+            let added = try await Self.rpc(
+                client, tenant, "add_reading", guest, #"{"p_kind":"palm","p_content":{"n":9007199254740993,"x":1.50}}"#)
+            #expect(added.status == .ok, "\(added.text)")
+            #expect(added.text.contains("9007199254740993") && added.text.contains("1.50"), "\(added.text)")
         }
     }
 
@@ -162,71 +159,63 @@ import GuestPassJSON
     }
 
     @Test func internalFunctionsAndSchemasAreUnreachable() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-
-            try await service.withServer { client in
-                let guest = try await Self.guest(client, tenant)
-                let spoof = #"{"setting_name":"request.jwt.claims","new_value":"{\"sub\":\"00000000-0000-4000-8000-000000000000\"}","is_local":true}"#
-                for (function, body) in [
-                    ("set_config", spoof), ("current_setting", #"{"setting_name":"request.jwt.claims"}"#), ("pg_sleep", #"{"seconds":1}"#),
-                    ("version", "{}"), ("uid", "{}"), ("sign_out", #"{"p_scope":"global"}"#), ("sign_up_guest", "{}"),
-                    ("resolve_api_key", #"{"p_key_hash":"x"}"#), ("take_rate_limit", "{}"),
-                ] {
-                    let response = try await Self.rpc(client, tenant, function, guest, body)
-                    #expect(response.status == .notFound, "\(function) must not be reachable")
-                    #expect(response.errorCode == PostgRESTCode.functionNotFound)
-                    #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
-                }
-                for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
-                    let response = try await Self.rpc(
-                        client, tenant, "uid", guest, headers: [HTTPField.Name("Content-Profile")!: schema]
-                    )
-                    #expect(response.status == .notAcceptable, "schema \(schema) must not be reachable")
-                }
-                // A function granted only to authenticated, called without a token: 401 with WWW-Authenticate.
-                let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
-                #expect(anonymous.status == .unauthorized)
-                #expect(anonymous.headers[.wwwAuthenticate] != nil)
-                #expect(anonymous.errorCode == SQLState.insufficientPrivilege.rawValue)
-                let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
-                #expect(badToken.status == .unauthorized)
-                #expect(badToken.headers[.wwwAuthenticate] != nil)
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await Self.guest(client, tenant)
+            let spoof = #"{"setting_name":"request.jwt.claims","new_value":"{\"sub\":\"00000000-0000-4000-8000-000000000000\"}","is_local":true}"#
+            for (function, body) in [
+                ("set_config", spoof), ("current_setting", #"{"setting_name":"request.jwt.claims"}"#), ("pg_sleep", #"{"seconds":1}"#),
+                ("version", "{}"), ("uid", "{}"), ("sign_out", #"{"p_scope":"global"}"#), ("sign_up_guest", "{}"),
+                ("resolve_api_key", #"{"p_key_hash":"x"}"#), ("take_rate_limit", "{}"),
+            ] {
+                let response = try await Self.rpc(client, tenant, function, guest, body)
+                #expect(response.status == .notFound, "\(function) must not be reachable")
+                #expect(response.errorCode == PostgRESTCode.functionNotFound)
+                #expect(response.body.keys.sorted() == ["code", "details", "hint", "message"])
             }
+            for schema in ["pg_catalog", "auth", "guestpass", "guestpass_server"] {
+                let response = try await Self.rpc(
+                    client, tenant, "uid", guest, headers: [HTTPField.Name("Content-Profile")!: schema]
+                )
+                #expect(response.status == .notAcceptable, "schema \(schema) must not be reachable")
+            }
+            // A function granted only to authenticated, called without a token: 401 with WWW-Authenticate.
+            let anonymous = try await Self.rpc(client, tenant, "add_reading", nil, #"{"p_kind":"face"}"#)
+            #expect(anonymous.status == .unauthorized)
+            #expect(anonymous.headers[.wwwAuthenticate] != nil)
+            #expect(anonymous.errorCode == SQLState.insufficientPrivilege.rawValue)
+            let badToken = try await client.call(.post, "/rest/v1/rpc/count_readings", apiKey: tenant.publishableKey, bearer: "x.y.z", json: "{}")
+            #expect(badToken.status == .unauthorized)
+            #expect(badToken.headers[.wwwAuthenticate] != nil)
         }
     }
 
     @Test func errorsUsePostgRESTShapeAndStatus() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-
-            try await service.withServer { client in
-                let guest = try await Self.guest(client, tenant)
-                let custom = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"custom"}"#)
-                #expect(custom.status.code == 402)
-                #expect(custom.errorCode == "PT402")
-                #expect(custom.string("message") == "custom failure")
-                #expect(custom.string("details") == "d")
-                #expect(custom.string("hint") == "h")
-                let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
-                #expect(plain.status == .badRequest)
-                #expect(plain.errorCode == SQLState.raiseException.rawValue)
-                #expect(plain.body["details"] == .null)
-                let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
-                #expect(unique.status == .conflict)
-                let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
-                #expect(badUUID.status == .badRequest)
-                #expect(badUUID.errorCode == SQLState.invalidTextRepresentation.rawValue)
-                let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
-                #expect(badKind.status == .badRequest)
-                let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
-                #expect(missing.status == .notFound)
-                #expect(missing.errorCode == PostgRESTCode.functionNotFound)
-                let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
-                #expect(notJSON.status == .badRequest)
-                let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
-                #expect(array.status == .badRequest)
-            }
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await Self.guest(client, tenant)
+            let custom = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"custom"}"#)
+            #expect(custom.status.code == 402)
+            #expect(custom.errorCode == "PT402")
+            #expect(custom.string("message") == "custom failure")
+            #expect(custom.string("details") == "d")
+            #expect(custom.string("hint") == "h")
+            let plain = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"plain"}"#)
+            #expect(plain.status == .badRequest)
+            #expect(plain.errorCode == SQLState.raiseException.rawValue)
+            #expect(plain.body["details"] == .null)
+            let unique = try await Self.rpc(client, tenant, "fail_with", guest, #"{"p_kind":"unique"}"#)
+            #expect(unique.status == .conflict)
+            let badUUID = try await Self.rpc(client, tenant, "delete_reading", guest, #"{"p_id":"not-a-uuid"}"#)
+            #expect(badUUID.status == .badRequest)
+            #expect(badUUID.errorCode == SQLState.invalidTextRepresentation.rawValue)
+            let badKind = try await Self.rpc(client, tenant, "add_reading", guest, #"{"p_kind":"tarot"}"#)
+            #expect(badKind.status == .badRequest)
+            let missing = try await Self.rpc(client, tenant, "add_reading", guest, "{}")
+            #expect(missing.status == .notFound)
+            #expect(missing.errorCode == PostgRESTCode.functionNotFound)
+            let notJSON = try await Self.rpc(client, tenant, "count_readings", guest, "{oops")
+            #expect(notJSON.status == .badRequest)
+            let array = try await Self.rpc(client, tenant, "count_readings", guest, "[]")
+            #expect(array.status == .badRequest)
         }
     }
 
@@ -283,53 +272,45 @@ import GuestPassJSON
     }
 
     @Test func newFunctionsAreCallableWithoutARestart() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-
-            try await service.withServer { client in
-                let guest = try await Self.guest(client, tenant)
-                #expect(try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .notFound)
-                try await service.owner.execute(
-                    """
-                    CREATE FUNCTION public.echo_twice(p_text text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT p_text || p_text $$;
-                    """
-                )
-                try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.echo_twice(text) TO authenticated")
-                // Unknown names reload the catalog at most once a second: the new function appears within that.
-                let appeared = try await eventually(timeout: .seconds(5)) {
-                    try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .ok
-                }
-                #expect(appeared)
-                let echoed = try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#)
-                #expect(echoed.text == #""hihi""#)
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await Self.guest(client, tenant)
+            #expect(try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .notFound)
+            try await service.owner.execute(
+                """
+                CREATE FUNCTION public.echo_twice(p_text text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT p_text || p_text $$;
+                """
+            )
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.echo_twice(text) TO authenticated")
+            // Unknown names reload the catalog at most once a second: the new function appears within that.
+            let appeared = try await eventually(timeout: .seconds(5)) {
+                try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#).status == .ok
             }
+            #expect(appeared)
+            let echoed = try await Self.rpc(client, tenant, "echo_twice", guest, #"{"p_text":"hi"}"#)
+            #expect(echoed.text == #""hihi""#)
         }
     }
 
     /// A function replaced with another result shape is seen at once after SIGHUP (a reload signal).
     @Test func hangupReloadsChangedSignatures() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-
-            try await service.withServer { client in
-                let guest = try await Self.guest(client, tenant)
-                try await service.owner.execute("CREATE FUNCTION public.shape_probe() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 7 $$")
-                try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated")
-                #expect(try await eventually(timeout: .seconds(5)) { try await Self.rpc(client, tenant, "shape_probe", guest).text == "7" })
-                try await service.owner.executeScript(
-                    """
-                    DROP FUNCTION public.shape_probe();
-                    CREATE FUNCTION public.shape_probe() RETURNS TABLE (n integer) LANGUAGE sql STABLE AS $$ SELECT 7 $$;
-                    GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated;
-                    """
-                )
-                kill(getpid(), SIGHUP)
-                // A known name with a changed shape does not trigger a reload by itself: only the signal does.
-                let reshaped = try await eventually(timeout: .seconds(5)) {
-                    try await Self.rpc(client, tenant, "shape_probe", guest).text == #"[{"n":7}]"#
-                }
-                #expect(reshaped, "SIGHUP reloads the catalog")
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await Self.guest(client, tenant)
+            try await service.owner.execute("CREATE FUNCTION public.shape_probe() RETURNS integer LANGUAGE sql STABLE AS $$ SELECT 7 $$")
+            try await service.owner.execute("GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated")
+            #expect(try await eventually(timeout: .seconds(5)) { try await Self.rpc(client, tenant, "shape_probe", guest).text == "7" })
+            try await service.owner.executeScript(
+                """
+                DROP FUNCTION public.shape_probe();
+                CREATE FUNCTION public.shape_probe() RETURNS TABLE (n integer) LANGUAGE sql STABLE AS $$ SELECT 7 $$;
+                GRANT EXECUTE ON FUNCTION public.shape_probe() TO authenticated;
+                """
+            )
+            kill(getpid(), SIGHUP)
+            // A known name with a changed shape does not trigger a reload by itself: only the signal does.
+            let reshaped = try await eventually(timeout: .seconds(5)) {
+                try await Self.rpc(client, tenant, "shape_probe", guest).text == #"[{"n":7}]"#
             }
+            #expect(reshaped, "SIGHUP reloads the catalog")
         }
     }
 }

@@ -9,50 +9,46 @@ import GuestPassJSON
     /// Rotation on every use; replaying the parent of the active token, or any used token within the reuse window,
     /// returns the active session; a used token replayed after the window revokes the whole family.
     @Test func refreshRotatesAndReplaysFollowTheReuseRules() async throws {
-        try await TestService.with({ $0.refreshReuseWindow = 30 }) { service in
-            let tenant = try await service.createTenant()
+        try await TestService.withServedTenant({ $0.refreshReuseWindow = 30 }) { service, tenant, client in
+            let signUp = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
+            let userID = try #require(signUp.user?["id"])
+            let token0 = try #require(signUp.string("refresh_token"))
 
-            try await service.withServer { client in
-                let signUp = try await client.signUp(tenant, deviceSecret: UUID().uuidString)
-                let userID = try #require(signUp.user?["id"])
-                let token0 = try #require(signUp.string("refresh_token"))
+            let first = try await client.refresh(tenant, token0)
+            #expect(first.status == .ok)
+            #expect(first.user?["id"] == userID)
+            let token1 = try #require(first.string("refresh_token"))
+            #expect(token1 != token0)
+            let second = try await client.refresh(tenant, token1)
+            let token2 = try #require(second.string("refresh_token"))
+            #expect(token2 != token1)
 
-                let first = try await client.refresh(tenant, token0)
-                #expect(first.status == .ok)
-                #expect(first.user?["id"] == userID)
-                let token1 = try #require(first.string("refresh_token"))
-                #expect(token1 != token0)
-                let second = try await client.refresh(tenant, token1)
-                let token2 = try #require(second.string("refresh_token"))
-                #expect(token2 != token1)
+            // token1 is the parent of the active token2: the active session comes back, nothing rotates.
+            let parentReplay = try await client.refresh(tenant, token1)
+            #expect(parentReplay.status == .ok)
+            #expect(parentReplay.string("refresh_token") == token2)
+            // token0 was used within the window: the active session too.
+            let withinWindow = try await client.refresh(tenant, token0)
+            #expect(withinWindow.status == .ok)
+            #expect(withinWindow.string("refresh_token") == token2)
+            #expect(withinWindow.string("access_token") != nil)
 
-                // token1 is the parent of the active token2: the active session comes back, nothing rotates.
-                let parentReplay = try await client.refresh(tenant, token1)
-                #expect(parentReplay.status == .ok)
-                #expect(parentReplay.string("refresh_token") == token2)
-                // token0 was used within the window: the active session too.
-                let withinWindow = try await client.refresh(tenant, token0)
-                #expect(withinWindow.status == .ok)
-                #expect(withinWindow.string("refresh_token") == token2)
-                #expect(withinWindow.string("access_token") != nil)
-
-                // After the window (30 s, moved by ageing the revocation, not by waiting), replaying token0 — not the
-                // parent of the active one — is theft: the family is revoked.
-                try await service.owner.execute(
-                    "UPDATE guestpass.refresh_tokens SET revoked_at = revoked_at - interval '1 minute' WHERE revoked_at IS NOT NULL"
-                )
-                let stolen = try await client.refresh(tenant, token0)
-                #expect(stolen.status == .badRequest)
-                #expect(stolen.errorCode == GoTrueCode.refreshTokenAlreadyUsed)
-                for token in [token0, token1, token2] {
-                    let after = try await client.refresh(tenant, token)
-                    #expect(after.status == .badRequest, "every token of the family fails")
-                }
-                // The access token of the revoked session no longer reads the profile.
-                let profile = try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: second.string("access_token"))
-                #expect(profile.status == .forbidden)
-                #expect(profile.errorCode == GoTrueCode.sessionNotFound)
+            // After the window (30 s, moved by ageing the revocation, not by waiting), replaying token0 — not the
+            // parent of the active one — is theft: the family is revoked.
+            try await service.owner.execute(
+                "UPDATE guestpass.refresh_tokens SET revoked_at = revoked_at - interval '1 minute' WHERE revoked_at IS NOT NULL"
+            )
+            let stolen = try await client.refresh(tenant, token0)
+            #expect(stolen.status == .badRequest)
+            #expect(stolen.errorCode == GoTrueCode.refreshTokenAlreadyUsed)
+            for token in [token0, token1, token2] {
+                let after = try await client.refresh(tenant, token)
+                #expect(after.status == .badRequest, "every token of the family fails")
             }
+            // The access token of the revoked session no longer reads the profile.
+            let profile = try await client.call(.get, "/auth/v1/user", apiKey: tenant.publishableKey, bearer: second.string("access_token"))
+            #expect(profile.status == .forbidden)
+            #expect(profile.errorCode == GoTrueCode.sessionNotFound)
         }
     }
 

@@ -21,67 +21,58 @@ import Testing
     static let prefer = HTTPField.Name("Prefer")!
 
     @Test func aSingularWriteOfTwoRowsIsRefusedAndRolledBack() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-            try await service.withServer { client in
-                let guest = try await RPCTests.guest(client, tenant)
-                let refused = try await Self.table(
-                    client, tenant, .post, "readings", guest, json: #"[{"kind":"palm"},{"kind":"face"}]"#,
-                    headers: [.accept: "application/vnd.pgrst.object+json", Self.prefer: "return=representation"])
-                #expect(refused.status == .notAcceptable)
-                #expect(refused.errorCode == PostgRESTCode.notSingular)
-                #expect(refused.string("details") == "The result contains 2 rows")
-                #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 0)
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await RPCTests.guest(client, tenant)
+            let refused = try await Self.table(
+                client, tenant, .post, "readings", guest, json: #"[{"kind":"palm"},{"kind":"face"}]"#,
+                headers: [.accept: "application/vnd.pgrst.object+json", Self.prefer: "return=representation"])
+            #expect(refused.status == .notAcceptable)
+            #expect(refused.errorCode == PostgRESTCode.notSingular)
+            #expect(refused.string("details") == "The result contains 2 rows")
+            #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 0)
 
-                let one = try await Self.table(
-                    client, tenant, .post, "readings", guest, json: #"{"kind":"palm"}"#,
-                    headers: [.accept: "application/vnd.pgrst.object+json", Self.prefer: "return=representation"])
-                #expect(one.status == .created)
-                #expect(one.string("kind") == "palm", "one row is answered as an object")
-            }
+            let one = try await Self.table(
+                client, tenant, .post, "readings", guest, json: #"{"kind":"palm"}"#,
+                headers: [.accept: "application/vnd.pgrst.object+json", Self.prefer: "return=representation"])
+            #expect(one.status == .created)
+            #expect(one.string("kind") == "palm", "one row is answered as an object")
         }
     }
 
     @Test func maxAffectedUnderStrictHandlingRollsTheDeleteBack() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-            try await service.withServer { client in
-                let guest = try await RPCTests.guest(client, tenant)
-                let added = try await Self.table(
-                    client, tenant, .post, "readings", guest, json: #"[{"kind":"palm"},{"kind":"palm"},{"kind":"face"}]"#)
-                #expect(added.status == .created)
-                let refused = try await Self.table(
-                    client, tenant, .delete, "readings?kind=eq.palm", guest, headers: [Self.prefer: "handling=strict, max-affected=1"])
-                #expect(refused.status == .badRequest)
-                #expect(refused.errorCode == PostgRESTCode.maxAffected)
-                #expect(refused.string("details") == "The query affects 2 rows")
-                #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 3)
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await RPCTests.guest(client, tenant)
+            let added = try await Self.table(
+                client, tenant, .post, "readings", guest, json: #"[{"kind":"palm"},{"kind":"palm"},{"kind":"face"}]"#)
+            #expect(added.status == .created)
+            let refused = try await Self.table(
+                client, tenant, .delete, "readings?kind=eq.palm", guest, headers: [Self.prefer: "handling=strict, max-affected=1"])
+            #expect(refused.status == .badRequest)
+            #expect(refused.errorCode == PostgRESTCode.maxAffected)
+            #expect(refused.string("details") == "The query affects 2 rows")
+            #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 3)
 
-                let allowed = try await Self.table(
-                    client, tenant, .delete, "readings?kind=eq.face", guest, headers: [Self.prefer: "handling=strict, max-affected=1"])
-                #expect(allowed.status == .noContent)
-                #expect(allowed.headers[HTTPField.Name("Preference-Applied")!] == "handling=strict, max-affected=1")
-                #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 2)
-            }
+            let allowed = try await Self.table(
+                client, tenant, .delete, "readings?kind=eq.face", guest, headers: [Self.prefer: "handling=strict, max-affected=1"])
+            #expect(allowed.status == .noContent)
+            #expect(allowed.headers[HTTPField.Name("Preference-Applied")!] == "handling=strict, max-affected=1")
+            #expect(try await service.count("SELECT count(*) FROM public.readings WHERE user_id = $1::uuid", [guest.id]) == 2)
         }
     }
 
     @Test func notifyPgrstReloadsTheSchemaCache() async throws {
-        try await TestService.with(examples: true) { service in
-            let tenant = try await service.createTenant()
-            try await service.withServer { client in
-                let guest = try await RPCTests.guest(client, tenant)
-                #expect(try await Self.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
-                try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
-                let stale = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#)
-                #expect(stale.status == .badRequest)
-                #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
-                try await service.owner.execute("NOTIFY pgrst, 'reload schema'")
-                let reloaded = try await eventually(timeout: .seconds(10)) {
-                    try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
-                }
-                #expect(reloaded, "NOTIFY pgrst, 'reload schema' reloads the cache")
+        try await TestService.withServedTenant(examples: true) { service, tenant, client in
+            let guest = try await RPCTests.guest(client, tenant)
+            #expect(try await Self.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
+            try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
+            let stale = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#)
+            #expect(stale.status == .badRequest)
+            #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
+            try await service.owner.execute("NOTIFY pgrst, 'reload schema'")
+            let reloaded = try await eventually(timeout: .seconds(10)) {
+                try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
             }
+            #expect(reloaded, "NOTIFY pgrst, 'reload schema' reloads the cache")
         }
     }
 

@@ -12,16 +12,6 @@ private let threeTables: KeyValuePairs<String, String> = [
     "0003_create_t3.sql": "-- third table\ncreate table t3 (id int primary key);\n",
 ]
 
-/// Runs `body` on a fresh database to which the three tables' folder has been applied: where the tests of a changed
-/// history start.
-private func withThreeTablesApplied(_ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void) async throws {
-    let folder = try MigrationFolder(threeTables)
-    try await withRunner { (runner, pool) async throws in
-        _ = try await runner.up(folder)
-        try await body(runner, pool, folder)
-    }
-}
-
 @Suite("Migration runner against a real database")
 struct MigrationRunnerTests {
     // MARK: 1. Apply once
@@ -130,7 +120,7 @@ struct MigrationRunnerTests {
 
     @Test("an applied file that was edited is refused, and nothing else is applied")
     func editedFileRefused() async throws {
-        try await withThreeTablesApplied { (runner, pool, folder) async throws in
+        try await withApplied(threeTables) { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             try folder.write("0002_create_t2.sql", "-- second table, edited\ncreate table t2 (id bigint primary key);\n")
@@ -149,7 +139,7 @@ struct MigrationRunnerTests {
 
     @Test("a recorded file that is missing is refused")
     func missingFileRefused() async throws {
-        try await withThreeTablesApplied { (runner, pool, folder) async throws in
+        try await withApplied(threeTables) { (runner, pool, folder) async throws in
 
             try folder.remove("0003_create_t3.sql")
             try folder.write("0004_create_t4.sql", "create table t4 (id int);\n")
@@ -164,7 +154,7 @@ struct MigrationRunnerTests {
 
     @Test("a recorded file is missing even when the folder is now empty")
     func allFilesMissingRefused() async throws {
-        try await withThreeTablesApplied { (runner, pool, folder) async throws in
+        try await withApplied(threeTables) { (runner, pool, folder) async throws in
             for name in ["0001_create_t1.sql", "0002_create_t2.sql", "0003_create_t3.sql"] { try folder.remove(name) }
 
             // `status` already reports the three rows as missing …
@@ -177,7 +167,7 @@ struct MigrationRunnerTests {
 
     @Test("CRLF line endings (and a UTF-8 BOM) are not an edit")
     func lineEndingsAreNotAnEdit() async throws {
-        try await withThreeTablesApplied { (runner, pool, folder) async throws in
+        try await withApplied(threeTables) { (runner, pool, folder) async throws in
             let recorded = try await historyRows(pool)
 
             let original = String(decoding: try folder.bytes("0002_create_t2.sql"), as: UTF8.self)

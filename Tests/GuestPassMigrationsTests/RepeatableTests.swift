@@ -12,17 +12,6 @@ private let tableAndDefinitions: KeyValuePairs<String, String> = [
     "repeatable/b_views.sql": "create or replace view thing_ids as select id from things;\n",
 ]
 
-/// Runs `body` on a fresh database to which the table and definitions' folder has been applied.
-private func withTableAndDefinitionsApplied(
-    _ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void
-) async throws {
-    let folder = try MigrationFolder(tableAndDefinitions)
-    try await withRunner { (runner, pool) async throws in
-        _ = try await runner.up(folder)
-        try await body(runner, pool, folder)
-    }
-}
-
 private func functionBody(_ pool: PostgresPool, _ name: String) async throws -> String? {
     let rows = try await pool.execute("select prosrc from pg_proc where proname = $1", [name]).rows
     return try rows.first?.decode(String.self, at: 0)
@@ -59,7 +48,7 @@ struct RepeatableTests {
 
     @Test("a changed repeatable file is applied again, and only that one")
     func reappliedWhenChanged() async throws {
-        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
+        try await withApplied(tableAndDefinitions) { (runner, pool, folder) async throws in
 
             try folder.write(
                 "repeatable/a_functions.sql",
@@ -107,7 +96,7 @@ struct RepeatableTests {
 
     @Test("a failing repeatable file leaves no trace, names the file, and stops the run")
     func failingLeavesNoTrace() async throws {
-        try await withTableAndDefinitionsApplied { (runner, pool, folder) async throws in
+        try await withApplied(tableAndDefinitions) { (runner, pool, folder) async throws in
             let recorded = try await repeatableRows(pool)
 
             // The new function is created, then the file fails: neither it nor the new body of thing_count stays.

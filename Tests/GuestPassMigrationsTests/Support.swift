@@ -10,17 +10,7 @@ import Testing
 
 /// Runs `body` against a fresh, empty database (no migrations) and its owner pool; drops both afterwards.
 func withEmptyDatabase(_ body: (TestDatabase, PostgresPool) async throws -> Void) async throws {
-    let database = try await TestDatabase.create(migrated: false)
-    let pool = database.ownerPool()
-    do {
-        try await body(database, pool)
-    } catch {
-        await pool.shutdown()
-        await database.drop()
-        throw error
-    }
-    await pool.shutdown()
-    await database.drop()
+    try await TestDatabase.with(migrated: false, pool: { $0.ownerPool() }, body)
 }
 
 /// Makes sure the cluster-wide roles of the core migrations exist before a test applies the core migrations to an
@@ -47,6 +37,18 @@ func makeRunner(_ pool: PostgresPool) -> MigrationRunner {
 /// Runs `body` with a runner (`makeRunner`) on a fresh, empty database and its owner pool; drops both afterwards.
 func withRunner(_ body: (MigrationRunner, PostgresPool) async throws -> Void) async throws {
     try await withEmptyDatabase { _, pool in try await body(makeRunner(pool), pool) }
+}
+
+/// Runs `body` with a runner (`makeRunner`) on a fresh, empty database to which a folder of `files` has been applied:
+/// where the tests of a changed folder start.
+func withApplied(
+    _ files: KeyValuePairs<String, String>, _ body: (MigrationRunner, PostgresPool, MigrationFolder) async throws -> Void
+) async throws {
+    let folder = try MigrationFolder(files)
+    try await withRunner { (runner, pool) async throws in
+        _ = try await runner.up(folder)
+        try await body(runner, pool, folder)
+    }
 }
 
 extension MigrationRunner {

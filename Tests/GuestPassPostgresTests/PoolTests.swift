@@ -3,18 +3,19 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Testing
 
+/// The session's role and request claims (`<none>` when unset): what a borrower that failed part-way left behind.
+private let sessionStateQuery = "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
+
+/// Records an issue unless `row`, of `sessionStateQuery`, shows a clean session: the login role and no claims.
+private func expectLoginRoleWithoutClaims(_ row: PostgresRow, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator", sourceLocation: sourceLocation)
+    #expect(try row.decode(String.self, at: 1) == "<none>", sourceLocation: sourceLocation)
+}
+
 @Suite struct PoolTests {
     @Test func twoHundredConcurrentTasksOverEightConnectionsAllSucceed() async throws {
-        try await TestDatabase.with(
-            migrated: false,
-            pool: { database in
-                // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
-                var configuration = PostgresConfiguration(url: database.ownerURL)
-                configuration.maxConnections = 8
-                configuration.acquireTimeout = .seconds(60)
-                return PostgresPool(configuration: configuration)
-            }
-        ) { database, pool in
+        // The claim is that every task gets a connection, not how fast: the whole suite shares two CPUs.
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 8, acquireTimeout: .seconds(60)) }) { database, pool in
             let outcomes = await withTaskGroup(of: Result<(Int, Int32), any Error>.self) { group in
                 for index in 0..<200 {
                     group.addTask {
@@ -40,15 +41,8 @@ import Testing
     }
 
     @Test func acquireTimesOutWhenEveryConnectionIsBusy() async throws {
-        try await TestDatabase.with(
-            migrated: false,
-            pool: { database in
-                var configuration = PostgresConfiguration(url: database.ownerURL)
-                configuration.maxConnections = 1
-                configuration.acquireTimeout = .milliseconds(200)
-                return PostgresPool(configuration: configuration)
-            }
-        ) { database, pool in
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1, acquireTimeout: .milliseconds(200)) }) {
+            database, pool in
             async let long: PostgresResult = pool.execute("SELECT pg_sleep(5)")
             // The one connection is busy once the long statement runs on the server (5 s: on a loaded machine the probe
             // below can take a second or two to see it).
@@ -91,11 +85,7 @@ import Testing
             try await pool.withConnection { connection in
                 #expect(connection.backendPID == firstPID, "pool of one reuses the same session")
                 #expect(try await connection.run { $0.transactionStatus } == .idle, "no leftover transaction")
-                let row = try await connection.execute(
-                    "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
-                ).rows[0]
-                #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
-                #expect(try row.decode(String.self, at: 1) == "<none>")
+                try expectLoginRoleWithoutClaims(try await connection.execute(sessionStateQuery).rows[0])
             }
         }
     }
@@ -108,11 +98,7 @@ import Testing
                 try await pool.requestTransaction(identity, [PostgresStatement("SELECT 1/0"), PostgresStatement("SELECT 2")])
             }
             #expect(error.sqlState == SQLState("22012"))
-            let row = try await pool.execute(
-                "SELECT current_user::text, coalesce(nullif(current_setting('request.jwt.claims', true), ''), '<none>')"
-            ).rows[0]
-            #expect(try row.decode(String.self, at: 0) == "guestpass_authenticator")
-            #expect(try row.decode(String.self, at: 1) == "<none>")
+            try expectLoginRoleWithoutClaims(try await pool.execute(sessionStateQuery).rows[0])
         }
     }
 
