@@ -340,6 +340,15 @@ class RawSocket:
         return await until(lambda: next((f for f in self.frames[start:] if match(f)), None),
                            lambda: f"{what}: {self.describe()}", timeout)
 
+    async def broadcast(self, topic: str, event: str, payload: Any, join_ref: str | None = None) -> str:
+        """Pushes a broadcast `event` with `payload` on the joined `topic`; answers the push's ref."""
+        return await self.push(topic, "broadcast", {"type": "broadcast", "event": event, "payload": payload},
+                               join_ref=join_ref)
+
+    async def wait_broadcast(self, event: str, what: str) -> Frame:
+        """The first broadcast `event` received (waiting for it)."""
+        return await self.wait(lambda f: f.event == "broadcast" and f.payload["event"] == event, what)
+
     async def reply(self, ref: str, topic: str | None = None, timeout: float = EVENT_TIMEOUT) -> Frame:
         return await self.wait(lambda f: f.event == "phx_reply" and f.ref == ref and (topic is None or f.topic == topic),
                                f"the reply to ref {ref}", timeout)
@@ -387,6 +396,12 @@ class RawSocket:
         if self.heartbeats is not None:
             self.heartbeats.cancel()
 
+    async def __aenter__(self) -> "RawSocket":
+        return self
+
+    async def __aexit__(self, *_exc) -> None:
+        await self.close()
+
 
 def kind3(topic: str, event: str, payload: bytes, *, join_ref: str = "", ref: str = "", metadata: bytes = b"",
           encoding: int = 1) -> bytes:
@@ -404,18 +419,14 @@ async def barrier(server, app, observed: list[Callable[[str], bool]], topic: str
     on every observer (`observed[i](marker)` is true once observer i received the broadcast carrying `marker`). When
     it returns, every change committed before the call has been delivered (or not) to each observer's socket: see the
     module's documentation. Each observer must have joined `realtime:barrier` on the socket it observes."""
-    sender = await RawSocket.open(server, app.publishable_key, vsn="2.0.0")
-    try:
+    async with await RawSocket.open(server, app.publishable_key, vsn="2.0.0") as sender:
         join_ref, reply, _ = await sender.join(topic)
         assert reply.payload["status"] == "ok", reply.raw
         for _round in range(2):
             marker = uuid.uuid4().hex
-            await sender.push(topic, "broadcast", {"type": "broadcast", "event": "barrier", "payload": {"marker": marker}},
-                              join_ref=join_ref)
+            await sender.broadcast(topic, "barrier", {"marker": marker}, join_ref=join_ref)
             for index, seen in enumerate(observed):
                 await until(lambda: seen(marker), f"barrier broadcast {marker} at observer {index}")
-    finally:
-        await sender.close()
 
 
 def client_saw(channel: ClientChannel) -> Callable[[str], bool]:

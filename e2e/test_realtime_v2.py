@@ -41,12 +41,9 @@ def v2_apps(database):
 
 async def heartbeat_works(server, app) -> None:
     """A fresh socket is served: its heartbeat is answered."""
-    socket = await RawSocket.open(server, app.publishable_key)
-    try:
+    async with await RawSocket.open(server, app.publishable_key) as socket:
         await socket.push("phoenix", "heartbeat", {}, ref="alive")
         assert (await socket.reply("alive")).payload == {"status": "ok", "response": {}}
-    finally:
-        await socket.close()
 
 
 def test_the_join_reply_echoes_bindings_verbatim_and_changes_come_as_arrays(v2_server, v2_apps):
@@ -61,8 +58,7 @@ def test_the_join_reply_echoes_bindings_verbatim_and_changes_come_as_arrays(v2_s
             {"event": "*", "schema": "public", "table": "readings", "filter": "kind=eq.palm"},  # equal to the first
             {"event": "UPDATE", "schema": "public", "table": "readings", "filter": ""},
         ]
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             join_ref, reply, system = await socket.join(TOPIC, bindings=bindings, access_token=guest["access_token"])
             assert json.loads(reply.raw)[:4] == [join_ref, join_ref, TOPIC, "phx_reply"], reply.raw
             assert reply.payload["status"] == "ok", reply.raw
@@ -108,8 +104,6 @@ def test_the_join_reply_echoes_bindings_verbatim_and_changes_come_as_arrays(v2_s
             assert data["columns"] == READINGS_COLUMNS and COMMIT_TIMESTAMP.match(data["commit_timestamp"]), data
             assert data["errors"] is None and data["record"]["kind"] == "palm" and "old_record" not in data, data
             assert not socket.framing_errors, socket.framing_errors
-        finally:
-            await socket.close()
 
     run_async(body())
 
@@ -121,8 +115,7 @@ def test_a_filter_on_one_table_does_not_stop_another_tables_changes(v2_server, v
 
     async def body():
         guest = await sign_up(v2_server, app)
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             topic = f"realtime:two-tables-{uuid.uuid4().hex[:6]}"
             _, reply, system = await socket.join(topic, access_token=guest["access_token"], bindings=[
                 {"event": "*", "schema": "public", "table": "readings", "filter": "kind=eq.palm"},
@@ -133,8 +126,6 @@ def test_a_filter_on_one_table_does_not_stop_another_tables_changes(v2_server, v
                                     "the device_logs insert")
             assert got.event == "postgres_changes" and got.payload["data"]["record"]["id"] == log["id"], got.raw
             assert got.payload["ids"] == [reply.payload["response"]["postgres_changes"][1]["id"]], got.raw
-        finally:
-            await socket.close()
 
     run_async(body())
 
@@ -145,8 +136,7 @@ def test_heartbeat_leave_rejoin_and_refusals(v2_server, v2_apps, database):
     async def body():
         guest = await sign_up(v2_server, app)
         stranger = await sign_up(v2_server, other)
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             await socket.push("phoenix", "heartbeat", {}, ref="26")
             beat = await socket.reply("26")
             assert json.loads(beat.raw) == [None, "26", "phoenix", "phx_reply", {"status": "ok", "response": {}}], beat.raw
@@ -206,8 +196,6 @@ def test_heartbeat_leave_rejoin_and_refusals(v2_server, v2_apps, database):
             assert socket.frames.index(system) < socket.frames.index(closed)
             assert json.loads(closed.raw) == [join_ref, join_ref, "realtime:token", "phx_close", {}], closed.raw
             assert socket.close_code is None, "the socket stays open"
-        finally:
-            await socket.close()
 
     run_async(body())
 
@@ -217,9 +205,10 @@ def test_a_system_error_leaves_the_channel_joined(v2_server, v2_apps):
 
     async def body():
         guest = await sign_up(v2_server, app)
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        sender = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with (
+            await RawSocket.open(v2_server, app.publishable_key) as socket,
+            await RawSocket.open(v2_server, app.publishable_key) as sender,
+        ):
             topic = f"realtime:errs-{uuid.uuid4().hex[:6]}"
             join_ref, reply, system = await socket.join(topic, access_token=guest["access_token"], bindings=[
                 {"event": "*", "schema": "public", "table": "readings", "filter": "id=eq.not-a-uuid"}])
@@ -228,11 +217,8 @@ def test_a_system_error_leaves_the_channel_joined(v2_server, v2_apps):
             ref = await socket.push(topic, "presence", {"event": "untrack", "payload": {}}, join_ref=join_ref)
             assert (await socket.reply(ref)).payload["status"] == "ok", "still joined"
             sender_ref, _, _ = await sender.join(topic)
-            await sender.push(topic, "broadcast", {"type": "broadcast", "event": "still", "payload": {}}, join_ref=sender_ref)
-            await socket.wait(lambda f: f.event == "broadcast" and f.payload["event"] == "still", "a broadcast after the error")
-        finally:
-            await socket.close()
-            await sender.close()
+            await sender.broadcast(topic, "still", {}, join_ref=sender_ref)
+            await socket.wait_broadcast("still", "a broadcast after the error")
 
     run_async(body())
 
@@ -242,13 +228,13 @@ def test_a_binary_broadcast_reaches_the_topic_as_text(v2_server, v2_apps):
 
     async def body():
         topic = f"realtime:bin-{uuid.uuid4().hex[:6]}"
-        sender = await RawSocket.open(v2_server, app.publishable_key)
-        v2 = await RawSocket.open(v2_server, app.publishable_key)
-        v1 = await RawSocket.open(v2_server, app.publishable_key, vsn="1.0.0")
-        foreign = await RawSocket.open(v2_server, other.publishable_key)
-        foreign_sender = await RawSocket.open(v2_server, other.publishable_key)
-        sockets = [sender, v2, v1, foreign, foreign_sender]
-        try:
+        async with (
+            await RawSocket.open(v2_server, app.publishable_key) as sender,
+            await RawSocket.open(v2_server, app.publishable_key) as v2,
+            await RawSocket.open(v2_server, app.publishable_key, vsn="1.0.0") as v1,
+            await RawSocket.open(v2_server, other.publishable_key) as foreign,
+            await RawSocket.open(v2_server, other.publishable_key) as foreign_sender,
+        ):
             join_ref, _, _ = await sender.join(topic, config={"broadcast": {"ack": True, "self": False}})
             v2_ref, _, _ = await v2.join(topic)
             await v1.join(topic)
@@ -275,21 +261,17 @@ def test_a_binary_broadcast_reaches_the_topic_as_text(v2_server, v2_apps):
 
             # Controls written after the broadcast was delivered: the sender never got its own (no `self`), the other
             # app's socket on the same topic name never got it, and nobody got the refused binary one.
-            await v2.push(topic, "broadcast", {"type": "broadcast", "event": "after", "payload": {}}, join_ref=v2_ref)
-            await sender.wait(lambda f: f.event == "broadcast" and f.payload["event"] == "after", "the control on the sender")
-            await foreign_sender.push(topic, "broadcast", {"type": "broadcast", "event": "theirs", "payload": {}},
-                                      join_ref=foreign_sender_ref)
-            await foreign.wait(lambda f: f.event == "broadcast" and f.payload["event"] == "theirs", "the other app's control")
-            await v1.wait(lambda f: f.event == "broadcast" and f.payload["event"] == "after", "the control on v1")
+            await v2.broadcast(topic, "after", {}, join_ref=v2_ref)
+            await sender.wait_broadcast("after", "the control on the sender")
+            await foreign_sender.broadcast(topic, "theirs", {}, join_ref=foreign_sender_ref)
+            await foreign.wait_broadcast("theirs", "the other app's control")
+            await v1.wait_broadcast("after", "the control on v1")
             assert [f.payload["event"] for f in sender.frames if f.event == "broadcast"] == ["after"], sender.describe()
             assert [f.payload["event"] for f in v1.frames if f.event == "broadcast"] == ["cursor", "after"], v1.describe()
             assert [f.payload["event"] for f in foreign.frames if f.event == "broadcast"] == ["theirs"], (
                 f"another app's socket got this app's broadcast: {foreign.describe()}")
-            for socket in sockets:
+            for socket in [sender, v2, v1, foreign, foreign_sender]:
                 assert not socket.framing_errors and socket.close_code is None, socket.describe()
-        finally:
-            for socket in sockets:
-                await socket.close()
 
     run_async(body())
 
@@ -343,8 +325,7 @@ def test_more_than_100_messages_a_second_close_the_socket(v2_server, v2_apps):
     app, _ = v2_apps
 
     async def body():
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             for n in range(150):
                 try:
                     await socket.push("phoenix", "heartbeat", {}, ref=f"hb{n}")
@@ -354,8 +335,6 @@ def test_more_than_100_messages_a_second_close_the_socket(v2_server, v2_apps):
             assert code == 1008 and "Too many messages" in (reason or ""), (code, reason)
             answered = [f for f in socket.frames if f.event == "phx_reply"]
             assert len(answered) <= 100, f"{len(answered)} heartbeats answered"
-        finally:
-            await socket.close()
         await heartbeat_works(v2_server, app)
 
     run_async(body())
@@ -365,8 +344,7 @@ def test_the_101st_channel_of_a_socket_is_refused(v2_server, v2_apps):
     app, _ = v2_apps
 
     async def body():
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             refs = []
             for n in range(101):
                 if n and n % 60 == 0:
@@ -381,8 +359,6 @@ def test_the_101st_channel_of_a_socket_is_refused(v2_server, v2_apps):
             assert replies[100].payload == {"status": "error", "response": {
                 "reason": "ChannelRateLimitReached: Too many channels"}}, replies[100].raw
             assert socket.close_code is None
-        finally:
-            await socket.close()
 
     run_async(body())
 
@@ -392,21 +368,20 @@ def test_message_and_broadcast_size_limits(v2_server, v2_apps):
 
     async def body():
         topic = f"realtime:big-{uuid.uuid4().hex[:6]}"
-        sender = await RawSocket.open(v2_server, app.publishable_key)
-        receiver = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with (
+            await RawSocket.open(v2_server, app.publishable_key) as sender,
+            await RawSocket.open(v2_server, app.publishable_key) as receiver,
+        ):
             join_ref, _, _ = await sender.join(topic, config={"broadcast": {"ack": True, "self": False}})
             await receiver.join(topic)
             # 200 KiB: delivered.
             big = "x" * (200 * 1024)
-            ref = await sender.push(topic, "broadcast", {"type": "broadcast", "event": "big", "payload": {"s": big}},
-                                    join_ref=join_ref)
+            ref = await sender.broadcast(topic, "big", {"s": big}, join_ref=join_ref)
             assert (await sender.reply(ref)).payload["status"] == "ok"
             got = await receiver.wait(lambda f: f.event == "broadcast", "the 200 KiB broadcast")
             assert got.payload["payload"]["s"] == big
             # 300 KiB in a frame under 1 MiB: refused, the socket stays.
-            ref = await sender.push(topic, "broadcast", {"type": "broadcast", "event": "huge",
-                                                         "payload": {"s": "y" * (300 * 1024)}}, join_ref=join_ref)
+            ref = await sender.broadcast(topic, "huge", {"s": "y" * (300 * 1024)}, join_ref=join_ref)
             refused = await sender.reply(ref)
             assert refused.payload == {"status": "error", "response": {"reason": "payload_size_exceeded"}}, refused.raw[:300]
             # Over 1 MiB: the socket is closed.
@@ -414,9 +389,6 @@ def test_message_and_broadcast_size_limits(v2_server, v2_apps):
                                               {"type": "broadcast", "event": "e", "payload": {"s": "z" * (1 << 20)}}]))
             code, reason = await sender.wait_closed()
             assert code == 1009, (code, reason)
-        finally:
-            await sender.close()
-            await receiver.close()
         await heartbeat_works(v2_server, app)
 
     run_async(body())
@@ -468,8 +440,7 @@ def test_a_select_column_subset_is_served_or_refused(v2_server, v2_apps):
 
     async def body():
         guest = await sign_up(v2_server, app)
-        socket = await RawSocket.open(v2_server, app.publishable_key)
-        try:
+        async with await RawSocket.open(v2_server, app.publishable_key) as socket:
             topic = f"realtime:select-{uuid.uuid4().hex[:6]}"
             _, reply, system = await socket.join(topic, access_token=guest["access_token"], bindings=[
                 {"event": "INSERT", "schema": "public", "table": "readings", "select": ["kind"]}])
@@ -480,8 +451,6 @@ def test_a_select_column_subset_is_served_or_refused(v2_server, v2_apps):
             assert set(got.payload["data"]["record"]) == {"id", "kind"}, (
                 f"system said {system.payload['message']!r} and the record has every column: {got.raw[:400]}")
             assert got.payload["data"]["record"]["id"] == row["id"]
-        finally:
-            await socket.close()
 
     run_async(body())
 
@@ -514,8 +483,7 @@ def test_a_client_that_stops_reading_is_disconnected_not_buffered(v2_server, v2_
             started = loop.time()
             for n in range(120):
                 for sender, join_ref in zip(senders, refs):
-                    await sender.push(topic, "broadcast", {"type": "broadcast", "event": "load",
-                                                           "payload": {"n": count, "s": chunk}}, join_ref=join_ref)
+                    await sender.broadcast(topic, "load", {"n": count, "s": chunk}, join_ref=join_ref)
                     count += 1
                 # Pacing, not a wait for correctness: the next send time of a 50 ms cadence.
                 await asyncio.sleep(max(0.0, started + (n + 1) * 0.05 - loop.time()))

@@ -42,67 +42,46 @@ grant select, insert, update, delete on table public.readings to service_role;
 -- Policies: the second wall, per command and role.
 
 drop policy if exists readings_select_own on public.readings;
-create policy readings_select_own on public.readings
-    as permissive
-    for select
-    to authenticated
+create policy readings_select_own on public.readings for select to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy readings_select_own on public.readings is 'A user reads only its own readings, in its own app.';
 
 drop policy if exists readings_insert_own on public.readings;
-create policy readings_insert_own on public.readings
-    as permissive
-    for insert
-    to authenticated
+create policy readings_insert_own on public.readings for insert to authenticated
     with check (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy readings_insert_own on public.readings is
     'A user adds readings only as itself, in its own app (anything else is 42501).';
 
 drop policy if exists readings_update_own on public.readings;
-create policy readings_update_own on public.readings
-    as permissive
-    for update
-    to authenticated
+create policy readings_update_own on public.readings for update to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()))
     with check (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy readings_update_own on public.readings is 'A user changes only its own readings, in its own app.';
 
 drop policy if exists readings_delete_own on public.readings;
-create policy readings_delete_own on public.readings
-    as permissive
-    for delete
-    to authenticated
+create policy readings_delete_own on public.readings for delete to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy readings_delete_own on public.readings is 'A user deletes only its own readings, in its own app.';
 
 drop policy if exists readings_select_app on public.readings;
-create policy readings_select_app on public.readings
-    as permissive
-    for select
-    to service_role
+create policy readings_select_app on public.readings for select to service_role
     using (app_id = (select auth.app_id()));
 
 comment on policy readings_select_app on public.readings is 'An app''s backend reads every reading of its app only.';
 
 drop policy if exists readings_insert_app on public.readings;
-create policy readings_insert_app on public.readings
-    as permissive
-    for insert
-    to service_role
+create policy readings_insert_app on public.readings for insert to service_role
     with check (app_id = (select auth.app_id()));
 
 comment on policy readings_insert_app on public.readings is
     'An app''s backend adds readings only in its own app (and, by the foreign key, only for that app''s users).';
 
 drop policy if exists readings_update_app on public.readings;
-create policy readings_update_app on public.readings
-    as permissive
-    for update
-    to service_role
+create policy readings_update_app on public.readings for update to service_role
     using (app_id = (select auth.app_id()))
     with check (app_id = (select auth.app_id()));
 
@@ -110,10 +89,7 @@ comment on policy readings_update_app on public.readings is
     'An app''s backend changes readings of its app only and cannot move one to another app.';
 
 drop policy if exists readings_delete_app on public.readings;
-create policy readings_delete_app on public.readings
-    as permissive
-    for delete
-    to service_role
+create policy readings_delete_app on public.readings for delete to service_role
     using (app_id = (select auth.app_id()));
 
 comment on policy readings_delete_app on public.readings is 'An app''s backend deletes readings of its app only.';

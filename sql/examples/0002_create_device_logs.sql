@@ -43,10 +43,7 @@ grant select on table public.device_logs to service_role;
 -- Policies: the second wall, per command and role.
 
 drop policy if exists device_logs_select_own on public.device_logs;
-create policy device_logs_select_own on public.device_logs
-    as permissive
-    for select
-    to authenticated
+create policy device_logs_select_own on public.device_logs for select to authenticated
     using (device_id = (select auth.device_id()) and user_id = (select auth.uid())
            and app_id = (select auth.app_id()));
 
@@ -54,10 +51,7 @@ comment on policy device_logs_select_own on public.device_logs is
     'A device reads only its own log lines (the claims'' device, user and app).';
 
 drop policy if exists device_logs_insert_own on public.device_logs;
-create policy device_logs_insert_own on public.device_logs
-    as permissive
-    for insert
-    to authenticated
+create policy device_logs_insert_own on public.device_logs for insert to authenticated
     with check (device_id = (select auth.device_id()) and user_id = (select auth.uid())
                 and app_id = (select auth.app_id()));
 
@@ -65,10 +59,7 @@ comment on policy device_logs_insert_own on public.device_logs is
     'A device adds log lines only as itself (anything else is 42501).';
 
 drop policy if exists device_logs_update_own on public.device_logs;
-create policy device_logs_update_own on public.device_logs
-    as permissive
-    for update
-    to authenticated
+create policy device_logs_update_own on public.device_logs for update to authenticated
     using (device_id = (select auth.device_id()) and user_id = (select auth.uid())
            and app_id = (select auth.app_id()))
     with check (device_id = (select auth.device_id()) and user_id = (select auth.uid())
@@ -77,20 +68,14 @@ create policy device_logs_update_own on public.device_logs
 comment on policy device_logs_update_own on public.device_logs is 'A device changes only its own log lines.';
 
 drop policy if exists device_logs_delete_own on public.device_logs;
-create policy device_logs_delete_own on public.device_logs
-    as permissive
-    for delete
-    to authenticated
+create policy device_logs_delete_own on public.device_logs for delete to authenticated
     using (device_id = (select auth.device_id()) and user_id = (select auth.uid())
            and app_id = (select auth.app_id()));
 
 comment on policy device_logs_delete_own on public.device_logs is 'A device deletes only its own log lines.';
 
 drop policy if exists device_logs_select_app on public.device_logs;
-create policy device_logs_select_app on public.device_logs
-    as permissive
-    for select
-    to service_role
+create policy device_logs_select_app on public.device_logs for select to service_role
     using (app_id = (select auth.app_id()));
 
 comment on policy device_logs_select_app on public.device_logs is

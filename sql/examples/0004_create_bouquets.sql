@@ -32,19 +32,13 @@ alter table public.bouquets force row level security;
 grant select, insert on table public.bouquets to authenticated;
 
 drop policy if exists bouquets_select_mine on public.bouquets;
-create policy bouquets_select_mine on public.bouquets
-    as permissive
-    for select
-    to authenticated
+create policy bouquets_select_mine on public.bouquets for select to authenticated
     using ((sender_id = (select auth.uid()) or recipient_id = (select auth.uid())) and app_id = (select auth.app_id()));
 
 comment on policy bouquets_select_mine on public.bouquets is 'A user reads the bouquets it sent or received.';
 
 drop policy if exists bouquets_insert_to_partner on public.bouquets;
-create policy bouquets_insert_to_partner on public.bouquets
-    as permissive
-    for insert
-    to authenticated
+create policy bouquets_insert_to_partner on public.bouquets for insert to authenticated
     with check (
         sender_id = (select auth.uid()) and app_id = (select auth.app_id())
         and recipient_id in (select p.partner_id from auth.partner_ids() as p (partner_id))

@@ -47,19 +47,13 @@ grant select, insert, update, delete on table public.reading_notes to service_ro
 -- policies (readings_select_own, readings_select_app), so they can only ever find a reading the caller may see.
 
 drop policy if exists reading_notes_select_own on public.reading_notes;
-create policy reading_notes_select_own on public.reading_notes
-    as permissive
-    for select
-    to authenticated
+create policy reading_notes_select_own on public.reading_notes for select to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy reading_notes_select_own on public.reading_notes is 'A user reads only its own notes, in its own app.';
 
 drop policy if exists reading_notes_insert_own on public.reading_notes;
-create policy reading_notes_insert_own on public.reading_notes
-    as permissive
-    for insert
-    to authenticated
+create policy reading_notes_insert_own on public.reading_notes for insert to authenticated
     with check (
         user_id = (select auth.uid()) and app_id = (select auth.app_id())
         and exists (
@@ -72,10 +66,7 @@ comment on policy reading_notes_insert_own on public.reading_notes is
     'A user adds notes only as itself, in its own app, and only to one of its own readings (anything else is 42501).';
 
 drop policy if exists reading_notes_update_own on public.reading_notes;
-create policy reading_notes_update_own on public.reading_notes
-    as permissive
-    for update
-    to authenticated
+create policy reading_notes_update_own on public.reading_notes for update to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()))
     with check (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
@@ -83,30 +74,21 @@ comment on policy reading_notes_update_own on public.reading_notes is
     'A user changes only its own notes, in its own app (only the body: the reading is not granted).';
 
 drop policy if exists reading_notes_delete_own on public.reading_notes;
-create policy reading_notes_delete_own on public.reading_notes
-    as permissive
-    for delete
-    to authenticated
+create policy reading_notes_delete_own on public.reading_notes for delete to authenticated
     using (user_id = (select auth.uid()) and app_id = (select auth.app_id()));
 
 comment on policy reading_notes_delete_own on public.reading_notes is
     'A user deletes only its own notes, in its own app.';
 
 drop policy if exists reading_notes_select_app on public.reading_notes;
-create policy reading_notes_select_app on public.reading_notes
-    as permissive
-    for select
-    to service_role
+create policy reading_notes_select_app on public.reading_notes for select to service_role
     using (app_id = (select auth.app_id()));
 
 comment on policy reading_notes_select_app on public.reading_notes is
     'An app''s backend reads every note of its app only.';
 
 drop policy if exists reading_notes_insert_app on public.reading_notes;
-create policy reading_notes_insert_app on public.reading_notes
-    as permissive
-    for insert
-    to service_role
+create policy reading_notes_insert_app on public.reading_notes for insert to service_role
     with check (
         app_id = (select auth.app_id())
         and exists (
@@ -119,10 +101,7 @@ comment on policy reading_notes_insert_app on public.reading_notes is
     'An app''s backend adds notes only in its own app, each on a reading of the note''s user in that app.';
 
 drop policy if exists reading_notes_update_app on public.reading_notes;
-create policy reading_notes_update_app on public.reading_notes
-    as permissive
-    for update
-    to service_role
+create policy reading_notes_update_app on public.reading_notes for update to service_role
     using (app_id = (select auth.app_id()))
     with check (
         app_id = (select auth.app_id())
@@ -137,10 +116,7 @@ comment on policy reading_notes_update_app on public.reading_notes is
     'the note''s user.';
 
 drop policy if exists reading_notes_delete_app on public.reading_notes;
-create policy reading_notes_delete_app on public.reading_notes
-    as permissive
-    for delete
-    to service_role
+create policy reading_notes_delete_app on public.reading_notes for delete to service_role
     using (app_id = (select auth.app_id()));
 
 comment on policy reading_notes_delete_app on public.reading_notes is

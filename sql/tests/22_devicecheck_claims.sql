@@ -10,6 +10,7 @@ select plan(59);
 \ir lib/fixtures.sql
 \ir lib/roles.sql
 \ir lib/catalog.sql
+\ir lib/devicecheck.sql
 
 -- Structure.
 
@@ -83,17 +84,6 @@ select throws_ok(
     'the welcome grant is not negative'
 );
 
--- The token hash of a test token.
-create function pg_temp.h(p_token text)
-returns text
-language sql
-immutable
-as $$ select encode(sha256(convert_to(p_token, 'UTF8')), 'hex') $$;
-
--- Remembers claim ids between statements.
-create temporary table claim_ids (name text primary key, id uuid) on commit drop;
-grant select, insert on claim_ids to authenticated;
-
 -- The settings, as the server reads them.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d1');
@@ -115,10 +105,10 @@ reset role;
 
 set local guestpass.clock_override = '2025-03-10 12:00:00+00';
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d1');
-insert into claim_ids select 'c1', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t1')) as b;
+select from pg_temp.begin_claim('c1', 't1');
 select results_eq(
     'select status, pending_claim_id from guestpass_server.devicecheck_begin(pg_temp.h(''t2''))',
-    $$select 'in_progress'::text, id from claim_ids where name = 'c1'$$,
+    $$values ('in_progress'::text, pg_temp.claim('c1'))$$,
     'U1: a second begin while the first claim is pending is in_progress, naming the pending claim'
 );
 select results_eq(
@@ -130,21 +120,21 @@ select throws_ok(
     'select * from guestpass_server.devicecheck_begin(''ABC'')', '22023', null, 'a token hash that is not hex is 22023'
 );
 select throws_ok(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c1''), ''maybe'')',
+    'select * from pg_temp.finish_claim(''c1'', ''maybe'')',
     '22023', null, 'an unknown outcome is 22023'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c1''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c1'', ''granted'')',
     $$values (true, 10, 10)$$,
     'U1: finish granted gives the welcome grant: 10 credits'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c1''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c1'', ''granted'')',
     $$values (true, 10, 10)$$,
     'U1: finishing again answers the same and grants nothing more'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c1''), ''refused'')',
+    'select * from pg_temp.finish_claim(''c1'', ''refused'')',
     $$values (true, 10, 10)$$,
     'U1: a later different outcome does not change a finished claim'
 );
@@ -171,7 +161,7 @@ select results_eq(
 );
 select results_eq(
     $$select token_hash, user_id, claim_id from guestpass.devicecheck_tokens order by seen_at, token_hash$$,
-    $$select pg_temp.h('t1'), '00000000-0000-4000-8000-0000000000d1'::uuid, id from claim_ids where name = 'c1'$$,
+    $$values (pg_temp.h('t1'), '00000000-0000-4000-8000-0000000000d1'::uuid, pg_temp.claim('c1'))$$,
     'only t1 was recorded: tokens answered in_progress, token_reused or already_claimed never went to Apple'
 );
 
@@ -184,7 +174,7 @@ select results_eq(
     'U5: a token another user presented is token_reused'
 );
 select throws_ok(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c1''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c1'', ''granted'')',
     '42501', null, 'U5 cannot finish U1''s claim'
 );
 select throws_ok(
@@ -196,9 +186,9 @@ reset role;
 -- U2: refused (bit0 already set by another install).
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d2');
-insert into claim_ids select 'c2', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t4')) as b;
+select from pg_temp.begin_claim('c2', 't4');
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c2''), ''refused'')',
+    'select * from pg_temp.finish_claim(''c2'', ''refused'')',
     $$values (false, 0, 0)$$,
     'U2: finish refused grants nothing'
 );
@@ -208,7 +198,7 @@ select results_eq(
     'U2: after a refusal, begin is already_claimed (the bit is mirrored)'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c2''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c2'', ''granted'')',
     $$values (false, 0, 0)$$,
     'U2: a refused claim cannot be turned into a grant'
 );
@@ -225,9 +215,9 @@ select results_eq(
 -- U3: failed (Apple unreachable): the claim ends, its token stays seen, a new token starts a new claim.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d3');
-insert into claim_ids select 'c3', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t6')) as b;
+select from pg_temp.begin_claim('c3', 't6');
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c3''), ''failed'')',
+    'select * from pg_temp.finish_claim(''c3'', ''failed'')',
     $$values (false, 0, 0)$$,
     'U3: finish failed grants nothing'
 );
@@ -236,13 +226,13 @@ select results_eq(
     $$values ('token_reused'::text)$$,
     'U3: the failed claim''s token stays seen'
 );
-insert into claim_ids select 'c3b', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t7')) as b;
+select from pg_temp.begin_claim('c3b', 't7');
 select ok(
-    (select id is not null and id <> (select id from claim_ids where name = 'c3') from claim_ids where name = 'c3b'),
+    pg_temp.claim('c3b') is not null and pg_temp.claim('c3b') <> pg_temp.claim('c3'),
     'U3: a retry with a new token starts a new claim at once (no in_progress, no repair)'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c3b''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c3b'', ''granted'')',
     $$values (true, 10, 10)$$,
     'U3: the retry is granted'
 );
@@ -262,13 +252,13 @@ select is(
 
 set local guestpass.clock_override = '2025-03-10 13:00:00+00';
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000d4');
-insert into claim_ids select 'c4', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('t8')) as b;
+select from pg_temp.begin_claim('c4', 't8');
 reset role;
 set local guestpass.clock_override = '2025-03-10 13:00:29+00';
 set local role authenticated;
 select results_eq(
     'select status, pending_claim_id from guestpass_server.devicecheck_begin(pg_temp.h(''t9''))',
-    $$select 'in_progress'::text, id from claim_ids where name = 'c4'$$,
+    $$values ('in_progress'::text, pg_temp.claim('c4'))$$,
     'U4: 29 s after the start, still in_progress'
 );
 reset role;
@@ -276,7 +266,7 @@ set local guestpass.clock_override = '2025-03-10 13:00:31+00';
 set local role authenticated;
 select results_eq(
     'select status, claim_id, pending_claim_id from guestpass_server.devicecheck_begin(pg_temp.h(''t10''))',
-    $$select 'repair'::text, id, id from claim_ids where name = 'c4'$$,
+    $$values ('repair'::text, pg_temp.claim('c4'), pg_temp.claim('c4'))$$,
     'U4: 31 s after the start, a new token gets repair with the pending claim'
 );
 select results_eq(
@@ -294,23 +284,23 @@ set local guestpass.clock_override = '2025-03-10 13:01:02+00';
 set local role authenticated;
 select results_eq(
     'select status, claim_id from guestpass_server.devicecheck_begin(pg_temp.h(''t12''))',
-    $$select 'repair'::text, id from claim_ids where name = 'c4'$$,
+    $$values ('repair'::text, pg_temp.claim('c4'))$$,
     'U4: 31 s after the takeover, another repair may take it over'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c4''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c4'', ''granted'')',
     $$values (true, 10, 10)$$,
     'U4: the repair finishes the pending claim: granted once'
 );
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''c4''), ''granted'')',
+    'select * from pg_temp.finish_claim(''c4'', ''granted'')',
     $$values (true, 10, 10)$$,
     'U4: a second repair''s finish grants nothing more'
 );
 reset role;
 select results_eq(
     $$select token_hash from guestpass.devicecheck_tokens
-      where claim_id = (select id from claim_ids where name = 'c4') order by seen_at$$,
+      where claim_id = pg_temp.claim('c4') order by seen_at$$,
     $$values (pg_temp.h('t8')), (pg_temp.h('t10')), (pg_temp.h('t12'))$$,
     'U4: the start token and both repair tokens are recorded against the claim'
 );
@@ -322,9 +312,9 @@ select is(
 -- App Y grants 0 credits: granted, no ledger row.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
-insert into claim_ids select 'e1', b.claim_id from guestpass_server.devicecheck_begin(pg_temp.h('y1')) as b;
+select from pg_temp.begin_claim('e1', 'y1');
 select results_eq(
-    'select * from guestpass_server.devicecheck_finish((select id from claim_ids where name = ''e1''), ''granted'')',
+    'select * from pg_temp.finish_claim(''e1'', ''granted'')',
     $$values (true, 0, 0)$$,
     'Y1: a welcome grant of 0 credits is granted with nothing to add'
 );

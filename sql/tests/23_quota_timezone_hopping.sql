@@ -31,53 +31,56 @@ begin
 end
 $$;
 
+-- H's answer to p_sql at p_at; H moving to p_zone at p_at, p_field of set_timezone's answer.
+create function pg_temp.h_at(p_at text, p_sql text)
+returns text
+language sql
+as $$ select pg_temp.at('00000000-0000-4000-8000-0000000000d1', p_at, p_sql) $$;
+
+create function pg_temp.h_moves(p_zone text, p_at text, p_field text)
+returns text
+language sql
+as $$ select pg_temp.h_at(p_at, format('select public.set_timezone(%L) ->> %L', p_zone, p_field)) $$;
+
 -- The issue's attack: three uses in UTC, then Pacific/Kiritimati (UTC+14, already tomorrow there).
 select is(pg_temp.free_uses('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:00+00'), 3, 'H: 3 free uses in UTC');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:05:00+00',
-               'select public.set_timezone(''Pacific/Kiritimati'') ->> ''quota_remaining'''),
+    pg_temp.h_moves('Pacific/Kiritimati', '2025-03-10 12:05:00+00', 'quota_remaining'),
     '0', 'H moves to Kiritimati (02:05 tomorrow there): still 0 free left today'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:10:00+00', 'select public.consume_quota()::text'),
+    pg_temp.h_at('2025-03-10 12:10:00+00', 'select public.consume_quota()::text'),
     'PT429', 'H: the next consume is refused (429)'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:10:00+00', 'select public.get_quota() ->> ''resets_at'''),
+    pg_temp.h_at('2025-03-10 12:10:00+00', 'select public.get_quota() ->> ''resets_at'''),
     '2025-03-11T00:00:00Z', 'H: the day still ends at the UTC midnight it started with'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 13:00:00+00',
-               'select public.set_timezone(''Pacific/Pago_Pago'') ->> ''quota_remaining'''),
+    pg_temp.h_moves('Pacific/Pago_Pago', '2025-03-10 13:00:00+00', 'quota_remaining'),
     '0', 'H moves on to Pago Pago (UTC-11): still 0'
 );
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 13:00:00+00',
-               'select public.set_timezone(''UTC'') ->> ''quota_remaining'''),
-    '0', 'and back to UTC: still 0'
-);
+select is(pg_temp.h_moves('UTC', '2025-03-10 13:00:00+00', 'quota_remaining'), '0', 'and back to UTC: still 0');
 select is(pg_temp.free_uses('00000000-0000-4000-8000-0000000000d1', '2025-03-10 23:59:59+00'), 0, 'H: nothing free until the day ends');
 
 -- A move west: the day lasts until the new timezone's date passes it.
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 23:00:00+00',
-               'select public.set_timezone(''Pacific/Pago_Pago'') ->> ''resets_at'''),
+    pg_temp.h_moves('Pacific/Pago_Pago', '2025-03-10 23:00:00+00', 'resets_at'),
     '2025-03-11T00:00:00Z', 'H moves west before midnight: today still ends at 00:00 UTC'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-11 00:30:00+00', 'select public.consume_quota()::text'),
+    pg_temp.h_at('2025-03-11 00:30:00+00', 'select public.consume_quota()::text'),
     'PT429', 'H at 00:30 UTC is still on the 10th in Pago Pago (13:30): no new day yet'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-11 00:30:00+00', 'select public.get_quota() ->> ''resets_at'''),
+    pg_temp.h_at('2025-03-11 00:30:00+00', 'select public.get_quota() ->> ''resets_at'''),
     '2025-03-11T11:00:00Z', 'H: the day now ends at Pago Pago''s midnight (11:00 UTC)'
 );
 select is(pg_temp.free_uses('00000000-0000-4000-8000-0000000000d1', '2025-03-11 11:00:01+00'), 3, 'H: 3 free after it');
 
 -- A move east takes effect at the end of the current day, never before.
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-11 11:30:00+00',
-               'select public.set_timezone(''Pacific/Kiritimati'') ->> ''resets_at'''),
+    pg_temp.h_moves('Pacific/Kiritimati', '2025-03-11 11:30:00+00', 'resets_at'),
     '2025-03-12T11:00:00Z', 'H moves east (Kiritimati is already on the 12th): the day still ends at 11:00 UTC on the 12th'
 );
 select is(pg_temp.free_uses('00000000-0000-4000-8000-0000000000d1', '2025-03-12 10:59:59+00'), 0, 'H: nothing more that day');

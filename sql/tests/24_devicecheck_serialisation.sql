@@ -7,6 +7,7 @@ select plan(24);
 
 \ir lib/fixtures.sql
 \ir lib/at.sql
+\ir lib/devicecheck.sql
 
 select from pg_temp.make_apps_xy();
 select from pg_temp.make_users(
@@ -15,61 +16,58 @@ select from pg_temp.make_users(
 );
 select from pg_temp.make_user('00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000f2');
 
-create temporary table claim_ids (name text primary key, id uuid) on commit drop;
-grant select, insert on claim_ids to authenticated;
-
--- Begins a claim of p_user with token p_token at p_at and remembers it as p_name; answers the status.
+-- As user …0000<p_user> of app X (or p_app) at p_at: begin_claim (lib/devicecheck.sql), the status; take_lease for
+-- the claim remembered as p_claim, 'true' or 'false' (or the SQLSTATE); finish_claim with p_outcome, its p_column.
 create function pg_temp.begin_claim(p_name text, p_user text, p_token text, p_at text)
 returns text
 language sql
 as $$
-    select pg_temp.at(('00000000-0000-4000-8000-0000000000' || p_user)::uuid, p_at, format(
-        $q$with b as (select * from guestpass_server.devicecheck_begin(encode(sha256(convert_to(%L, 'UTF8')), 'hex')))
-           , r as (insert into claim_ids select %L, coalesce(b.claim_id, b.pending_claim_id) from b
-                   on conflict (name) do nothing returning 1)
-           select b.status from b$q$, p_token, p_name))
+    select pg_temp.at(('00000000-0000-4000-8000-0000000000' || p_user)::uuid, p_at,
+                      format('select pg_temp.begin_claim(%L, %L)', p_name, p_token))
 $$;
 
-create function pg_temp.claim(p_name text)
-returns uuid
+create function pg_temp.take_lease(
+    p_user text, p_claim text, p_at text, p_seconds integer default 20,
+    p_app uuid default '00000000-0000-4000-8000-0000000000f1'
+)
+returns text
 language sql
-as $$ select id from claim_ids where name = p_name $$;
+as $$
+    select pg_temp.at(('00000000-0000-4000-8000-0000000000' || p_user)::uuid, p_at,
+                      format('select guestpass_server.devicecheck_take_lease(%L, %s)::text', pg_temp.claim(p_claim), p_seconds),
+                      p_app)
+$$;
+
+create function pg_temp.finish_claim(p_user text, p_claim text, p_outcome text, p_at text, p_column text default 'granted')
+returns text
+language sql
+as $$
+    select pg_temp.at(('00000000-0000-4000-8000-0000000000' || p_user)::uuid, p_at,
+                      format('select %I::text from pg_temp.finish_claim(%L, %L)', p_column, p_claim, p_outcome))
+$$;
 
 -- The lease: one claim of the app at a time.
 select is(pg_temp.begin_claim('c1', 'd1', 'token-1', '2025-03-10 12:00:00+00'), 'started', 'U1 starts a claim');
 select is(pg_temp.begin_claim('c2', 'd2', 'token-2', '2025-03-10 12:00:00+00'), 'started', 'U2 (same phone) starts one');
+select is(pg_temp.take_lease('d1', 'c1', '2025-03-10 12:00:01+00'), 'true', 'U1 takes the app''s lease');
+select is(pg_temp.take_lease('d2', 'c2', '2025-03-10 12:00:01+00'), 'false', 'U2 cannot take it while U1 holds it');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
-    'true', 'U1 takes the app''s lease'
-);
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
-    'false', 'U2 cannot take it while U1 holds it'
-);
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000e1', '2025-03-10 12:00:01+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2')),
-               '00000000-0000-4000-8000-0000000000f2'),
+    pg_temp.take_lease('e1', 'c2', '2025-03-10 12:00:01+00', p_app => '00000000-0000-4000-8000-0000000000f2'),
     '42501', 'a user of another app cannot take app X''s lease'
 );
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c1'))),
+    pg_temp.take_lease('d2', 'c1', '2025-03-10 12:00:02+00'),
     '42501', 'U2 cannot take the lease for U1''s claim'
 );
+select is(pg_temp.take_lease('d1', 'c1', '2025-03-10 12:00:02+00', 0), '22023', 'a lease of 0 s is 22023');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:02+00', format('select guestpass_server.devicecheck_take_lease(%L, 0)::text', pg_temp.claim('c1'))),
-    '22023', 'a lease of 0 s is 22023'
-);
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d1', '2025-03-10 12:00:02+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c1'))),
+    pg_temp.finish_claim('d1', 'c1', 'granted', '2025-03-10 12:00:02+00'),
     'true', 'U1 sets bit0 under the lease and is granted'
 );
 select is((select count(*)::integer from guestpass.devicecheck_leases), 0, 'finishing released the lease');
+select is(pg_temp.take_lease('d2', 'c2', '2025-03-10 12:00:03+00'), 'true', 'U2 takes the lease next');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:03+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c2'))),
-    'true', 'U2 takes the lease next'
-);
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d2', '2025-03-10 12:00:03+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''refused'')', pg_temp.claim('c2'))),
+    pg_temp.finish_claim('d2', 'c2', 'refused', '2025-03-10 12:00:03+00'),
     'false', 'U2 asks Apple again under the lease, finds bit0 set: refused'
 );
 
@@ -77,28 +75,18 @@ select is(
 select is(pg_temp.begin_claim('c3', 'd3', 'token-3', '2025-03-10 13:00:00+00'), 'started', 'U3 starts a claim');
 select is(pg_temp.begin_claim('c4', 'd4', 'token-4', '2025-03-10 13:00:00+00'), 'started', 'U4 starts a claim');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d3', '2025-03-10 13:00:00+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c3'))),
+    pg_temp.take_lease('d3', 'c3', '2025-03-10 13:00:00+00'),
     'true', 'U3 takes the lease (and its server crashes with it)'
 );
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:19+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
-    'false', 'U4 waits while the lease lives'
-);
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:21+00', format('select guestpass_server.devicecheck_take_lease(%L, 20)::text', pg_temp.claim('c4'))),
-    'true', 'U4 takes it once it expired'
-);
+select is(pg_temp.take_lease('d4', 'c4', '2025-03-10 13:00:19+00'), 'false', 'U4 waits while the lease lives');
+select is(pg_temp.take_lease('d4', 'c4', '2025-03-10 13:00:21+00'), 'true', 'U4 takes it once it expired');
 -- U4 finds bit0 unset (U3's update never landed) and sets it.
-select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d4', '2025-03-10 13:00:22+00', format('select granted::text from guestpass_server.devicecheck_finish(%L, ''granted'')', pg_temp.claim('c4'))),
-    'true', 'U4 is granted'
-);
+select is(pg_temp.finish_claim('d4', 'c4', 'granted', '2025-03-10 13:00:22+00'), 'true', 'U4 is granted');
 
 -- U3's pending claim, repaired later, finds bit0 set: but U4 took the lease after U3 and wrote bit0. Refused.
 select is(pg_temp.begin_claim('c3-repair', 'd3', 'token-3b', '2025-03-10 13:05:00+00'), 'repair', 'U3 retries: repair');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d3', '2025-03-10 13:05:01+00',
-               format('select granted::text from guestpass_server.devicecheck_finish(%L, ''found_set_on_repair'')', pg_temp.claim('c3'))),
+    pg_temp.finish_claim('d3', 'c3', 'found_set_on_repair', '2025-03-10 13:05:01+00'),
     'false', 'U3''s repair finding bit0 set is refused: another install wrote bit0 after U3 took the lease'
 );
 
@@ -113,8 +101,7 @@ select is(
 
 select is(pg_temp.begin_claim('c5-repair', 'd5', 'token-5b', '2025-03-10 14:01:00+00'), 'repair', 'U5 retries: repair');
 select is(
-    pg_temp.at('00000000-0000-4000-8000-0000000000d5', '2025-03-10 14:01:01+00',
-               format('select credits_granted::text from guestpass_server.devicecheck_finish(%L, ''found_set_on_repair'')', pg_temp.claim('c5'))),
+    pg_temp.finish_claim('d5', 'c5', 'found_set_on_repair', '2025-03-10 14:01:01+00', 'credits_granted'),
     '10', 'U5''s repair finds bit0 set and nobody wrote after it: the bit is its own, granted'
 );
 

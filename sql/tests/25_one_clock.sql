@@ -6,6 +6,10 @@
 begin;
 select plan(66);
 
+\ir lib/catalog.sql
+\ir lib/roles.sql
+\ir lib/errors.sql
+
 insert into guestpass.apps (id, name) values ('00000000-0000-4000-8000-0000000000f1', 'App X');
 
 -- Runs a statement: 'ok', or '<sqlstate> <detail>' of its error.
@@ -31,12 +35,7 @@ $$;
 create temporary table clock_readers on commit drop as
 select p.oid::regprocedure::text as fn
 from pg_catalog.pg_proc as p
-join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
-where n.nspname in ('auth', 'guestpass', 'guestpass_server', 'public')
-  and not exists (
-      select 1 from pg_catalog.pg_depend as d
-      where d.classid = 'pg_catalog.pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e'
-  )
+where p.oid in (select pg_temp.own_functions())
   and concat_ws(' ', p.prosrc, pg_catalog.pg_get_function_sqlbody(p.oid), pg_catalog.pg_get_expr(p.proargdefaults, 0))
       ~* '\mnow\s*\(\s*\)|''now''|\mclock_timestamp\M|\mcurrent_(timestamp|time|date)\M|\mstatement_timestamp\M|\mtransaction_timestamp\M|\mlocaltimestamp\M|\mtimeofday\M';
 
@@ -101,71 +100,62 @@ select is(
     'every check helper has a comment'
 );
 
--- The check helpers (internal: called here as the owner).
+-- The check helpers (internal: called here as the owner). Under each set of request claims (JSON), the error a
+-- helper raises: {sqlstate, message}.
+create function pg_temp.error_under(p_claims text, p_sql text)
+returns text[]
+language plpgsql
+as $$
+begin
+    perform set_config('request.jwt.claims', p_claims, true);
+    return (pg_temp.error_fields(p_sql))[1:2];
+end
+$$;
 
-select from set_config('request.jwt.claims', '{"role":"anon"}', true);
-select throws_ok(
-    $$select guestpass.require_app()$$, '42501', 'no app in the request claims',
-    'require_app raises 42501 without an app claim'
-);
-select throws_ok(
-    $$select guestpass.require_user_and_app()$$, '42501', 'no user or app in the request claims',
-    'require_user_and_app raises 42501 without claims'
-);
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"not a uuid"}', true);
-select throws_ok(
-    $$select guestpass.require_app()$$, '42501', 'no app in the request claims',
-    'require_app raises 42501 for an app claim that is not a uuid'
-);
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select is(pg_temp.error_under(c.claims, c.call), array['42501', c.message], c.description)
+from (values
+    ('{"role":"anon"}', 'select guestpass.require_app()', 'no app in the request claims',
+     'require_app raises 42501 without an app claim'),
+    ('{"role":"anon"}', 'select guestpass.require_user_and_app()', 'no user or app in the request claims',
+     'require_user_and_app raises 42501 without claims'),
+    ('{"role":"anon","app_id":"not a uuid"}', 'select guestpass.require_app()', 'no app in the request claims',
+     'require_app raises 42501 for an app claim that is not a uuid'),
+    ('{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', 'select guestpass.require_user_and_app()',
+     'no user or app in the request claims', 'require_user_and_app raises 42501 with an app but no user'),
+    ('{"role":"authenticated","sub":"00000000-0000-4000-8000-0000000000d9"}', 'select guestpass.require_user_and_app()',
+     'no user or app in the request claims', 'require_user_and_app raises 42501 with a user but no app')
+) as c (claims, call, message, description);
+
+select from pg_temp.set_claims('anon', '00000000-0000-4000-8000-0000000000f1');
 select is(guestpass.require_app(), '00000000-0000-4000-8000-0000000000f1'::uuid, 'require_app answers the app claim');
-select throws_ok(
-    $$select guestpass.require_user_and_app()$$, '42501', 'no user or app in the request claims',
-    'require_user_and_app raises 42501 with an app but no user'
-);
-select from set_config(
-    'request.jwt.claims',
-    '{"role":"authenticated","sub":"00000000-0000-4000-8000-0000000000d9","app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
+select from pg_temp.set_claims(
+    'authenticated', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-0000000000d9'
 );
 select is(
     (select row(c.user_id, c.app_id)::text from guestpass.require_user_and_app() as c),
     row('00000000-0000-4000-8000-0000000000d9'::uuid, '00000000-0000-4000-8000-0000000000f1'::uuid)::text,
     'require_user_and_app answers the user and app claims'
 );
-select from set_config('request.jwt.claims', '{"role":"authenticated","sub":"00000000-0000-4000-8000-0000000000d9"}', true);
-select throws_ok(
-    $$select guestpass.require_user_and_app()$$, '42501', 'no user or app in the request claims',
-    'require_user_and_app raises 42501 with a user but no app'
-);
 
 select throws_ok(
-    $$select guestpass.require_hex_sha256(upper(encode(sha256('x'), 'hex')), 'the x hash')$$,
-    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses upper-case hex'
-);
-select throws_ok(
-    $$select guestpass.require_hex_sha256(left(encode(sha256('x'), 'hex'), 63), 'the x hash')$$,
-    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses 63 digits'
-);
-select throws_ok(
-    $$select guestpass.require_hex_sha256(encode(sha256('x'), 'hex') || '0', 'the x hash')$$,
-    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses 65 digits'
-);
-select throws_ok(
-    $$select guestpass.require_hex_sha256(null, 'the x hash')$$,
-    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses null'
-);
-select throws_ok(
-    $$select guestpass.require_hex_sha256(repeat('g', 64), 'the x hash')$$,
-    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses a non-hex letter'
-);
+    format('select guestpass.require_hex_sha256(%L, ''the x hash'')', h.hash),
+    '22023', 'the x hash must be a lowercase hex SHA-256', 'require_hex_sha256 refuses ' || h.what
+)
+from (values
+    (upper(encode(sha256('x'), 'hex')), 'upper-case hex'),
+    (left(encode(sha256('x'), 'hex'), 63), '63 digits'),
+    (encode(sha256('x'), 'hex') || '0', '65 digits'),
+    (null, 'null'),
+    (repeat('g', 64), 'a non-hex letter')
+) as h (hash, what);
 select lives_ok(
     $$select guestpass.require_hex_sha256(encode(sha256('x'), 'hex'), 'the x hash')$$,
     'require_hex_sha256 accepts a lowercase hex SHA-256'
 );
 
--- Their callers raise what they raised before.
+-- Their callers raise what they raised before (claims: user D9, no app).
 
+select from pg_temp.set_claims('authenticated', null, '00000000-0000-4000-8000-0000000000d9');
 select throws_ok(
     $$select guestpass.ensure_guest_device('00000000-0000-4000-8000-0000000000f1', 'ABC', null)$$,
     '22023', 'the device secret hash must be a lowercase hex SHA-256', 'ensure_guest_device: its hash message'
@@ -187,10 +177,8 @@ select throws_ok(
     $$select guestpass_server.devicecheck_finish('00000000-0000-4000-8000-0000000000e1', 'granted')$$,
     '42501', 'no user or app in the request claims', 'devicecheck_finish without an app claim: its message'
 );
-select from set_config(
-    'request.jwt.claims',
-    '{"role":"authenticated","sub":"00000000-0000-4000-8000-0000000000d9","app_id":"00000000-0000-4000-8000-0000000000f1"}',
-    true
+select from pg_temp.set_claims(
+    'authenticated', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-0000000000d9'
 );
 select throws_ok(
     $$select guestpass_server.devicecheck_begin('A' || left(encode(sha256('t'), 'hex'), 63))$$,
@@ -198,12 +186,12 @@ select throws_ok(
 );
 reset role;
 set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon"}', true);
+select from pg_temp.set_claims('anon', null);
 select throws_ok(
     $$select public.create_guest_user('00000000-0000-4000-8000-0000000000e1')$$,
     '42501', 'no app in the request claims', 'create_guest_user without an app claim: its message'
 );
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.set_claims('anon', '00000000-0000-4000-8000-0000000000f1');
 select throws_ok(
     $$select guestpass_server.sign_up_guest(null, null, null, '203.0.113.9', null, null, null, null, null,
       gen_random_uuid(), upper(encode(sha256('s/0'), 'hex')))$$,
@@ -236,19 +224,31 @@ select is(
     'a device found again by sign-up gets last_seen_at = guestpass.clock()'
 );
 
+-- Presents refresh token p_counter of session p_name (…00000000<p_name>) and asks for the next, with a 30 s reuse
+-- window: refresh_session's status and active counter.
+create function pg_temp.refresh(p_name text, p_counter integer)
+returns table (status text, active_counter integer)
+language sql
+as $$
+    select r.status, r.active_counter
+    from guestpass_server.refresh_session(
+        ('00000000-0000-4000-8000-0000000000' || p_name)::uuid, p_counter,
+        encode(sha256(convert_to(p_name || '/' || p_counter, 'UTF8')), 'hex'),
+        encode(sha256(convert_to(p_name || '/' || (p_counter + 1), 'UTF8')), 'hex'), 30
+    ) as r
+$$;
+
 -- The reuse window follows the clock. Session 0c1: rotate 0 -> 1 at 12:00:00 and 1 -> 2 at 12:00:10; token 0 was
 -- revoked at 12:00:00, so with a 30 s window it is reused until 12:00:30 inclusive.
 
 set local role anon;
 select is(
-    (select status || ' ' || active_counter from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c1', 0, encode(sha256('c1/0'), 'hex'), encode(sha256('c1/1'), 'hex'), 30)),
+    (select status || ' ' || active_counter from pg_temp.refresh('c1', 0)),
     'rotated 1', 'c1: token 0 rotates at 12:00:00'
 );
 set local guestpass.clock_override = '2025-03-10 12:00:10+00';
 select is(
-    (select status || ' ' || active_counter from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c1', 1, encode(sha256('c1/1'), 'hex'), encode(sha256('c1/2'), 'hex'), 30)),
+    (select status || ' ' || active_counter from pg_temp.refresh('c1', 1)),
     'rotated 2', 'c1: token 1 rotates at 12:00:10'
 );
 reset role;
@@ -271,8 +271,7 @@ select is(
 set local guestpass.clock_override = '2025-03-10 12:00:30+00';
 set local role anon;
 select is(
-    (select status || ' ' || active_counter from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c1', 0, encode(sha256('c1/0'), 'hex'), encode(sha256('c1/1'), 'hex'), 30)),
+    (select status || ' ' || active_counter from pg_temp.refresh('c1', 0)),
     'reused 2', 'c1: token 0 replayed at 12:00:30, the window''s last instant: reused, the active counter back'
 );
 reset role;
@@ -293,20 +292,17 @@ select is(
 set local guestpass.clock_override = '2025-03-10 12:00:00+00';
 set local role anon;
 select is(
-    (select status || ' ' || active_counter from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c2', 0, encode(sha256('c2/0'), 'hex'), encode(sha256('c2/1'), 'hex'), 30)),
+    (select status || ' ' || active_counter from pg_temp.refresh('c2', 0)),
     'rotated 1', 'c2: token 0 rotates at 12:00:00'
 );
 set local guestpass.clock_override = '2025-03-10 12:00:10+00';
 select is(
-    (select status || ' ' || active_counter from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c2', 1, encode(sha256('c2/1'), 'hex'), encode(sha256('c2/2'), 'hex'), 30)),
+    (select status || ' ' || active_counter from pg_temp.refresh('c2', 1)),
     'rotated 2', 'c2: token 1 rotates at 12:00:10'
 );
 set local guestpass.clock_override = '2025-03-10 12:00:30.5+00';
 select is(
-    (select status from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c2', 0, encode(sha256('c2/0'), 'hex'), encode(sha256('c2/1'), 'hex'), 30)),
+    (select status from pg_temp.refresh('c2', 0)),
     'refresh_token_already_used', 'c2: token 0 replayed at 12:00:30.5, past the window: refresh_token_already_used'
 );
 reset role;
@@ -324,8 +320,7 @@ select results_eq(
 );
 set local role anon;
 select is(
-    (select status from guestpass_server.refresh_session(
-        '00000000-0000-4000-8000-0000000000c2', 2, encode(sha256('c2/2'), 'hex'), encode(sha256('c2/3'), 'hex'), 30)),
+    (select status from pg_temp.refresh('c2', 2)),
     'session_not_found', 'c2: then the formerly active token fails too'
 );
 reset role;
@@ -333,12 +328,8 @@ reset role;
 -- Sign-out stamps the clock: R signs out of session 0c1 at 12:05.
 
 set local guestpass.clock_override = '2025-03-10 12:05:00+00';
-select from set_config(
-    'request.jwt.claims',
-    jsonb_build_object('role', 'authenticated', 'sub', :'r_user'::uuid, 'app_id', '00000000-0000-4000-8000-0000000000f1',
-                       'session_id', '00000000-0000-4000-8000-0000000000c1')::text,
-    true
-);
+select from pg_temp.set_claims('authenticated', '00000000-0000-4000-8000-0000000000f1', :'r_user',
+                                p_session => '00000000-0000-4000-8000-0000000000c1');
 set local role authenticated;
 select is(guestpass_server.sign_out('local'), 1, 'R signs out of session c1');
 reset role;
@@ -387,7 +378,7 @@ select is(
 
 set local guestpass.clock_override = '2025-03-10 14:00:00+00';
 set local role anon;
-select from set_config('request.jwt.claims', '{"role":"anon","app_id":"00000000-0000-4000-8000-0000000000f1"}', true);
+select from pg_temp.set_claims('anon', '00000000-0000-4000-8000-0000000000f1');
 select is(
     pg_temp.outcome($$select guestpass_server.sign_up_guest(null, null, null, '192.0.2.50', 1, 1.0 / 60, null, null,
       null, gen_random_uuid(), encode(sha256('ip 1'), 'hex'))$$),

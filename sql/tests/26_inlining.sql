@@ -5,21 +5,7 @@
 begin;
 select plan(33);
 
--- The plan of `p_sql`, as text; a helper that was not inlined shows in it as a call: schema.name(…).
-create function pg_temp.plan_of(p_sql text)
-returns text
-language plpgsql
-as $$
-declare
-    v_line text;
-    v_plan text := '';
-begin
-    for v_line in execute 'explain (verbose, costs off) ' || p_sql loop
-        v_plan := v_plan || v_line || E'\n';
-    end loop;
-    return v_plan;
-end
-$$;
+\ir lib/plans.sql
 
 select doesnt_match(pg_temp.plan_of('select auth.uid()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.uid() is inlined: no function call in its plan');
 select doesnt_match(pg_temp.plan_of('select auth.app_id()'), '(auth|guestpass)\.[a-z_]+\(', 'auth.app_id() is inlined');

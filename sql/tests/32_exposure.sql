@@ -111,10 +111,7 @@ select is(
         join pg_catalog.pg_attribute as a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
         where c.relnamespace = 'public'::regnamespace
           and c.relkind in ('r', 'p', 'v', 'm', 'f')
-          and not exists (
-              select 1 from pg_catalog.pg_depend as d
-              where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e'
-          )
+          and not pg_temp.extension_member('pg_catalog.pg_class', c.oid)
           and (a.attname like '%secret%' or a.attname like '%hash%' or a.attname like '%token%'
                or a.attname like '%sealed%')
         order by 1
@@ -130,15 +127,9 @@ select hasnt_column('public', 'devices', 'secret_hash', 'public.devices has no s
 
 select is(
     array(
-        select p.oid::regprocedure::text
-        from pg_catalog.pg_proc as p
-        join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
-        where n.nspname in ('auth', 'guestpass', 'guestpass_server', 'public')
-          and not exists (
-              select 1 from pg_catalog.pg_depend as d
-              where d.classid = 'pg_catalog.pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e'
-          )
-          and pg_temp.public_may_execute(p.oid)
+        select f.fn::text
+        from pg_temp.own_functions() as f (fn)
+        where pg_temp.public_may_execute(f.fn)
         order by 1
     ),
     -- Allowlist: none. Trigger functions included (EXECUTE on them is checked when a trigger is created, not when

@@ -13,6 +13,7 @@ select plan(126);
 \ir lib/fixtures.sql
 \ir lib/roles.sql
 \ir lib/catalog.sql
+\ir lib/plans.sql
 
 create extension if not exists dblink;
 
@@ -315,6 +316,27 @@ as $$
                  from pg_trigger as t
                  where t.tgrelid = p_table and t.tgname like 'guestpass\_realtime\_capture%' order by t.tgname)
 $$;
+-- The capture triggers an ordinary table (public.rt_local) gets for the events given (insert, update, delete), as
+-- pg_get_triggerdef prints them, in name order (as rt_triggers answers): a statement trigger with a transition table
+-- for INSERT and for DELETE, the row trigger for UPDATE.
+create function pg_temp.rt_local_capture(variadic p_events text[])
+returns text[]
+language sql
+as $$
+    select array(
+        select d.def
+        from (values
+            ('update', 'CREATE TRIGGER guestpass_realtime_capture AFTER UPDATE ON public.rt_local FOR EACH ROW '
+                       || 'EXECUTE FUNCTION guestpass.realtime_capture()'),
+            ('delete', 'CREATE TRIGGER guestpass_realtime_capture_delete AFTER DELETE ON public.rt_local REFERENCING '
+                       || 'OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'),
+            ('insert', 'CREATE TRIGGER guestpass_realtime_capture_insert AFTER INSERT ON public.rt_local REFERENCING '
+                       || 'NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()')
+        ) as d (event, def)
+        where d.event = any (p_events)
+        order by d.def
+    )
+$$;
 create function pg_temp.rt_synced()
 returns text[]
 language sql
@@ -350,15 +372,7 @@ select is(
 );
 select is(pg_temp.rt_triggered(), pg_temp.rt_published(), 'the trigger is again on exactly the published tables');
 select is(
-    pg_temp.rt_triggers('public.rt_local'),
-    array[
-        'CREATE TRIGGER guestpass_realtime_capture AFTER UPDATE ON public.rt_local FOR EACH ROW '
-        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
-        'CREATE TRIGGER guestpass_realtime_capture_delete AFTER DELETE ON public.rt_local REFERENCING OLD TABLE AS '
-        || 'old_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()',
-        'CREATE TRIGGER guestpass_realtime_capture_insert AFTER INSERT ON public.rt_local REFERENCING NEW TABLE AS '
-        || 'new_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'
-    ],
+    pg_temp.rt_triggers('public.rt_local'), pg_temp.rt_local_capture('insert', 'update', 'delete'),
     'an ordinary table gets statement triggers with a transition table for INSERT and for DELETE, a row trigger for UPDATE'
 );
 create temporary table rt_trigger_rows as
@@ -378,23 +392,12 @@ select set_eq(
 alter publication supabase_realtime set (publish = 'insert');
 select from pg_temp.rt_synced();
 select is(
-    pg_temp.rt_triggers('public.rt_local'),
-    array['CREATE TRIGGER guestpass_realtime_capture_insert AFTER INSERT ON public.rt_local REFERENCING NEW TABLE AS '
-          || 'new_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'],
+    pg_temp.rt_triggers('public.rt_local'), pg_temp.rt_local_capture('insert'),
     'the triggers follow the publication''s publish setting: insert only'
 );
 alter publication supabase_realtime set (publish = 'update, delete');
 select from pg_temp.rt_synced();
-select is(
-    pg_temp.rt_triggers('public.rt_local'),
-    array[
-        'CREATE TRIGGER guestpass_realtime_capture AFTER UPDATE ON public.rt_local FOR EACH ROW '
-        || 'EXECUTE FUNCTION guestpass.realtime_capture()',
-        'CREATE TRIGGER guestpass_realtime_capture_delete AFTER DELETE ON public.rt_local REFERENCING OLD TABLE AS '
-        || 'old_rows FOR EACH STATEMENT EXECUTE FUNCTION guestpass.realtime_capture_statement()'
-    ],
-    'update and delete only'
-);
+select is(pg_temp.rt_triggers('public.rt_local'), pg_temp.rt_local_capture('update', 'delete'), 'update and delete only');
 alter publication supabase_realtime set (publish = 'insert, update, delete, truncate');
 select ok('public.rt_local' = any (pg_temp.rt_synced()), 'and all three again');
 alter table public.rt_local disable trigger guestpass_realtime_capture_insert;
@@ -891,22 +894,8 @@ select is(
 );
 
 -- The capture's app_id rule is one expression, inlined into its INSERT (no call per row).
-create function pg_temp.rt_plan_of(p_sql text)
-returns text
-language plpgsql
-as $$
-declare
-    v_line text;
-    v_plan text := '';
-begin
-    for v_line in execute 'explain (verbose, costs off) ' || p_sql loop
-        v_plan := v_plan || v_line || E'\n';
-    end loop;
-    return v_plan;
-end
-$$;
 select doesnt_match(
-    pg_temp.rt_plan_of('select guestpass.realtime_app_id(c.record) from guestpass.realtime_changes as c'),
+    pg_temp.plan_of('select guestpass.realtime_app_id(c.record) from guestpass.realtime_changes as c'),
     'realtime_app_id', 'guestpass.realtime_app_id is inlined: its plan has no call of it'
 );
 

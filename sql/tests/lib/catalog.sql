@@ -26,6 +26,9 @@
 --     and '<role> UPDATE (<columns>)' for a role that may update only some columns, in order: a table's exact grants.
 --   pg_temp.row_security(table): 'forced' when row-level security is enabled and forced on the table, 'enabled' when
 --     only enabled, 'disabled' otherwise.
+--   pg_temp.extension_member(catalog, oid): whether the object (oid in the catalog, e.g. 'pg_catalog.pg_proc') belongs
+--     to an extension (pgTAP's functions and views are not ours).
+--   pg_temp.own_functions(): every function of auth, guestpass, guestpass_server and public that is no extension's.
 create or replace function pg_temp.executors(p_fn regprocedure)
 returns text
 language sql
@@ -181,4 +184,27 @@ as $$
         where pg_temp.executors(e.key::regprocedure) <> e.value
         order by 1
     )
+$$;
+
+create or replace function pg_temp.extension_member(p_catalog regclass, p_oid oid)
+returns boolean
+language sql
+stable
+as $$
+    select exists (
+        select 1 from pg_catalog.pg_depend as d
+        where d.classid = p_catalog and d.objid = p_oid and d.deptype = 'e'
+    )
+$$;
+
+create or replace function pg_temp.own_functions()
+returns setof regprocedure
+language sql
+stable
+as $$
+    select p.oid::regprocedure
+    from pg_catalog.pg_proc as p
+    join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
+    where n.nspname in ('auth', 'guestpass', 'guestpass_server', 'public')
+      and not pg_temp.extension_member('pg_catalog.pg_proc', p.oid)
 $$;
