@@ -480,7 +480,7 @@ COMMENT ON FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boo
 CREATE FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) RETURNS double precision
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 a0d3127c81404176 $$;
+    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 ce8b2d7511a64a86 $$;
 
 --
 -- Name: FUNCTION peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
@@ -868,7 +868,7 @@ COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integ
 CREATE FUNCTION guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision) RETURNS double precision
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 f6c0bde87a930a4f $$;
+    AS $$ -- body in sql/migrations/repeatable/05_rate_limits.sql, sha256 78815f6bd90ce044 $$;
 
 --
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -

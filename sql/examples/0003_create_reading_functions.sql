@@ -15,10 +15,7 @@
 -- inserts of one user queue on the quota without deadlocking.)
 create or replace function public.add_reading(p_kind text, p_content jsonb default '{}')
 returns public.readings
-language plpgsql
-volatile
-set search_path = ''
-as $$
+language plpgsql volatile set search_path = '' as $$
 declare
     v_reading public.readings;
 begin
@@ -38,10 +35,7 @@ comment on function public.add_reading(text, jsonb) is
 
 create or replace function public.list_readings(p_kind text default null)
 returns setof public.readings
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select r.*
     from public.readings as r
     where p_kind is null or r.kind = p_kind
@@ -54,10 +48,7 @@ comment on function public.list_readings(text) is
 
 create or replace function public.count_readings()
 returns integer
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select count(*)::integer from public.readings
 $$;
 
@@ -65,10 +56,7 @@ comment on function public.count_readings() is 'Example app: how many readings t
 
 create or replace function public.delete_reading(p_id uuid)
 returns void
-language sql
-volatile
-set search_path = ''
-as $$
+language sql volatile set search_path = '' as $$
     delete from public.readings as r where r.id = p_id
 $$;
 
@@ -78,10 +66,7 @@ comment on function public.delete_reading(uuid) is
 
 create or replace function public.get_user_readings(p_user_id uuid)
 returns setof public.readings
-language plpgsql
-stable
-set search_path = ''
-as $$
+language plpgsql stable set search_path = '' as $$
 begin
     if p_user_id is distinct from auth.uid() then
         raise exception 'p_user_id must be the caller' using errcode = '42501';
@@ -100,10 +85,7 @@ comment on function public.get_user_readings(uuid) is
 
 create or replace function public.readings_summary()
 returns jsonb
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select jsonb_build_object(
         'total', coalesce(sum(k.n), 0)::bigint,
         'by_kind', coalesce(jsonb_object_agg(k.kind, k.n), '{}'::jsonb)
@@ -121,10 +103,7 @@ comment on function public.readings_summary() is
 
 create or replace function public.add_device_log(p_message text, p_level text default 'info')
 returns bigint
-language sql
-volatile
-set search_path = ''
-as $$
+language sql volatile set search_path = '' as $$
     insert into public.device_logs (level, message)
     values (coalesce(p_level, 'info'), p_message)
     returning id
@@ -137,10 +116,7 @@ comment on function public.add_device_log(text, text) is
 
 create or replace function public.list_device_logs()
 returns table (id bigint, level text, message text, created_at timestamptz)
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select l.id, l.level, l.message, l.created_at
     from public.device_logs as l
     order by l.created_at desc, l.id desc
@@ -151,10 +127,7 @@ comment on function public.list_device_logs() is
 
 create or replace function public.fail_with(p_kind text)
 returns void
-language plpgsql
-volatile
-set search_path = ''
-as $$
+language plpgsql volatile set search_path = '' as $$
 begin
     case p_kind
         when 'custom' then
@@ -173,27 +146,12 @@ comment on function public.fail_with(text) is
     'Example app, for error-shape tests: always raises. custom: PT402 ''custom failure'' with detail d and hint h; '
     'plain: P0001 ''plain failure''; unique: 23505 ''unique failure''; anything else: 22023.';
 
-revoke execute on function
-    public.add_reading(text, jsonb),
-    public.list_readings(text),
-    public.count_readings(),
-    public.delete_reading(uuid),
-    public.get_user_readings(uuid),
-    public.readings_summary(),
-    public.add_device_log(text, text),
-    public.list_device_logs(),
-    public.fail_with(text)
-    from public;
+revoke execute on function public.add_reading(text, jsonb), public.list_readings(text), public.count_readings(),
+    public.delete_reading(uuid), public.get_user_readings(uuid), public.readings_summary(),
+    public.add_device_log(text, text), public.list_device_logs(), public.fail_with(text) from public;
 
-grant execute on function
-    public.add_reading(text, jsonb),
-    public.list_readings(text),
-    public.count_readings(),
-    public.delete_reading(uuid),
-    public.get_user_readings(uuid),
-    public.readings_summary(),
-    public.add_device_log(text, text),
-    public.list_device_logs()
-    to authenticated;
+grant execute on function public.add_reading(text, jsonb), public.list_readings(text), public.count_readings(),
+    public.delete_reading(uuid), public.get_user_readings(uuid), public.readings_summary(),
+    public.add_device_log(text, text), public.list_device_logs() to authenticated;
 grant execute on function public.list_readings(text) to service_role;
 grant execute on function public.fail_with(text) to anon, authenticated;

@@ -49,10 +49,7 @@ comment on policy bouquets_insert_to_partner on public.bouquets is
 
 create or replace function public.send_bouquet(p_recipient_id uuid, p_flower text, p_note text default null)
 returns public.bouquets
-language sql
-volatile
-set search_path = ''
-as $$
+language sql volatile set search_path = '' as $$
     insert into public.bouquets (recipient_id, flower, note) values (p_recipient_id, p_flower, p_note) returning *
 $$;
 
@@ -62,10 +59,7 @@ comment on function public.send_bouquet(uuid, text, text) is
 
 create or replace function public.list_bouquets()
 returns setof public.bouquets
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     select b.* from public.bouquets as b order by b.created_at desc, b.id
 $$;
 
@@ -73,10 +67,7 @@ comment on function public.list_bouquets() is 'Flowers example: the bouquets the
 
 create or replace function public.bouquet_streak(p_partner_id uuid)
 returns integer
-language sql
-stable
-set search_path = ''
-as $$
+language sql stable set search_path = '' as $$
     with days as (
         select distinct (b.created_at at time zone 'UTC')::date as day
         from public.bouquets as b

@@ -6,10 +6,7 @@
 
 create or replace function public.echo_bigint(p bigint)
 returns bigint
-language sql
-immutable
-set search_path = ''
-as $$
+language sql immutable set search_path = '' as $$
     select p
 $$;
 
@@ -18,22 +15,13 @@ comment on function public.echo_bigint(bigint) is
 
 create or replace function public.echo_numeric(p numeric)
 returns numeric
-language sql
-immutable
-set search_path = ''
-as $$
+language sql immutable set search_path = '' as $$
     select p
 $$;
 
 comment on function public.echo_numeric(numeric) is
     'Example app, for number tests: returns p unchanged, with all its digits and its scale (1.50 stays 1.50).';
 
-revoke execute on function
-    public.echo_bigint(bigint),
-    public.echo_numeric(numeric)
-    from public;
+revoke execute on function public.echo_bigint(bigint), public.echo_numeric(numeric) from public;
 
-grant execute on function
-    public.echo_bigint(bigint),
-    public.echo_numeric(numeric)
-    to authenticated, service_role;
+grant execute on function public.echo_bigint(bigint), public.echo_numeric(numeric) to authenticated, service_role;

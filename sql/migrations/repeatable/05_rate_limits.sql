@@ -114,12 +114,11 @@ create or replace function guestpass.peek_rate_limit(p_bucket text, p_capacity i
 returns double precision
 language plpgsql stable security definer set search_path = '' as $$
 declare
-    v_now timestamptz;
+    v_now timestamptz := guestpass.clock();
     v_tokens double precision;
     v_updated_at timestamptz;
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
-    v_now := guestpass.clock();
 
     select r.tokens, r.updated_at into v_tokens, v_updated_at from guestpass.rate_limits as r where r.bucket = p_bucket;
     if not found then
@@ -143,10 +142,9 @@ create or replace function guestpass.take_rate_limit(p_bucket text, p_capacity i
 returns double precision
 language plpgsql volatile security definer set search_path = '' as $$
 declare
-    v_now timestamptz;
+    v_now timestamptz := guestpass.clock();
 begin
     perform guestpass.check_rate_limit_arguments(p_bucket, p_capacity, p_refill_per_second);
-    v_now := guestpass.clock();
 
     update guestpass.rate_limits as r
     set tokens = guestpass.bucket_tokens(r.tokens, r.updated_at, v_now, p_capacity, p_refill_per_second) - 1,
