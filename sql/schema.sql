@@ -1390,13 +1390,13 @@ COMMENT ON FUNCTION public.consume_quota(p_user_id uuid, p_request_id text) IS '
 CREATE FUNCTION public.create_guest_user(p_device_id uuid) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/06_signup.sql, sha256 6a8543e04f97de0f $$;
+    AS $$ -- body in sql/migrations/repeatable/06_signup.sql, sha256 9a6f9296cfd68d19 $$;
 
 --
 -- Name: FUNCTION create_guest_user(p_device_id uuid); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.create_guest_user(p_device_id uuid) IS 'GuestPass: the guest user of device p_device_id (a random, version 4 uuid) in the caller''s app (claim app_id), creating the anonymous user and the device on first use; race-free, so concurrent calls with one device id create one user. Creating a guest takes a token from the sign-up buckets of the client (request.client_ip) and of the app, as POST /auth/v1/signup does (guestpass.take_signup_limits; not for service_role), and raises PT429 with the seconds to wait as detail when one is empty; finding an existing guest takes nothing. p_device_id is a client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text (encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')), in guestpass.device_secrets. Returns only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4.';
+COMMENT ON FUNCTION public.create_guest_user(p_device_id uuid) IS 'GuestPass: the guest user of device p_device_id (a random, version 4 uuid) in the caller''s app (claim app_id), creating the anonymous user and the device on first use; race-free, so concurrent calls with one device id create one user. Creating a guest takes a token from the sign-up buckets of the client (request.client_ip) and of the app, as POST /auth/v1/signup does (guestpass.take_signup_limits; not for service_role), and raises PT429 with the seconds to wait as detail when one is empty; finding an existing guest takes nothing. p_device_id is a client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text (encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')), in guestpass.device_secrets. Returns only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4, and PT401 ''device revoked'' for a device the user revoked (public.revoke_device), as sign-up does.';
 
 --
 -- Name: get_quota(uuid); Type: FUNCTION; Schema: public; Owner: -

@@ -3,7 +3,7 @@
 -- input and the wrong callers. Fixtures: apps X and Y. Device D1 = 6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e, whose
 -- stored hash (lowercase hex SHA-256 of the lowercase uuid text, as the server computes it) is 1bbcc993…2a64.
 begin;
-select plan(46);
+select plan(48);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -246,6 +246,25 @@ select is(
 select is(
     (select count(*)::int from guestpass.sessions), 5, 'one session per successful sign-up, none from refused ones'
 );
+
+-- A revoked device is refused by both paths, and creates no new guest (its secret signs in no more).
+
+update public.devices set revoked_at = now() where id = (
+    select device_id from guestpass.device_secrets
+    where secret_hash = encode(sha256(convert_to('6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e', 'UTF8')), 'hex')
+      and app_id = '00000000-0000-4000-8000-0000000000f1'
+);
+select from pg_temp.as_anon();
+select throws_ok(
+    'select public.create_guest_user(''6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e'')', 'PT401', 'device revoked',
+    'create_guest_user refuses a revoked device, as sign-up does'
+);
+select from pg_temp.as_service_role();
+select throws_ok(
+    'select public.create_guest_user(''6f1ed002-ab5d-4c94-a4d9-1c3b4a3a0b7e'')', 'PT401', 'device revoked',
+    'an app''s backend gets no user for a revoked device either'
+);
+reset role;
 
 -- Deleting a device detaches its sessions; deleting a user deletes them with their tokens.
 

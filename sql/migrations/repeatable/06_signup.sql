@@ -373,6 +373,7 @@ declare
     v_app uuid := guestpass.require_app();
     v_hash text;
     v_user uuid;
+    v_revoked boolean;
 begin
     if p_device_id is null then
         raise exception using errcode = '22023', message = 'p_device_id is required';
@@ -383,12 +384,14 @@ begin
     end if;
     v_hash := encode(sha256(convert_to(p_device_id::text, 'UTF8')), 'hex');
 
-    -- A known device creates nothing: no token is taken.
-    select d.user_id into v_user
+    -- A known device creates nothing: no token is taken. A revoked one is refused as sign-up refuses it.
+    select d.user_id, d.revoked_at is not null into v_user, v_revoked
     from guestpass.device_secrets as s
     join public.devices as d on d.id = s.device_id
     where s.app_id = v_app and s.secret_hash = v_hash;
-    if found then
+    if v_revoked then
+        raise exception using errcode = 'PT401', message = 'device revoked';
+    elsif found then
         return v_user;
     end if;
     if auth.role() is distinct from 'service_role' then
@@ -408,7 +411,8 @@ comment on function public.create_guest_user(uuid) is
     'with the seconds to wait as detail when one is empty; finding an existing guest takes nothing. p_device_id is a '
     'client-held secret, stored only as the lowercase hex SHA-256 of its lowercase canonical text '
     '(encode(sha256(convert_to(lower(p_device_id::text), ''UTF8'')), ''hex'')), in guestpass.device_secrets. Returns '
-    'only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4.';
+    'only the user id. Raises 42501 without an app claim, 22023 without a device id or for one that is not version 4, '
+    'and PT401 ''device revoked'' for a device the user revoked (public.revoke_device), as sign-up does.';
 
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.take_signup_limits(uuid, text),
