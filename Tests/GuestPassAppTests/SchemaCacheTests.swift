@@ -26,4 +26,22 @@ import Testing
             await pool.shutdown()
         }
     }
+
+    /// The server's start warms the cache only if no request has loaded it: a second load after a request's could bring
+    /// a change that only a reload (NOTIFY, SIGHUP, the time-to-live) should (TableTests.notifyPgrstReloadsTheSchemaCache
+    /// raced it on a loaded machine).
+    @Test func theStartLoadLeavesACacheARequestLoadedAlone() async throws {
+        try await TestService.with(examples: true) { service in
+            let pool = PostgresPool(configuration: service.configuration.postgres)
+            let catalog = SchemaCache(pool: pool, schemas: ["public"])
+            try await catalog.loadIfNeverLoaded()
+            #expect(catalog.loadCount == 1, "a cache never loaded is loaded")
+            _ = try await catalog.relations(schema: "public", name: "readings")
+            try await catalog.loadIfNeverLoaded()
+            #expect(catalog.loadCount == 1, "a loaded cache is left alone")
+            try await catalog.reload()
+            #expect(catalog.loadCount == 2, "a reload always loads")
+            await pool.shutdown()
+        }
+    }
 }

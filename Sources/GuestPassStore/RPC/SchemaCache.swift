@@ -94,8 +94,20 @@ public final class SchemaCache: Sendable {
 
     /// Reloads the cache, or waits for the reload already running.
     public func reload() async throws {
-        let task = self.state.withLockedValue { state in
+        try await self.reload(unlessLoaded: false)
+    }
+
+    /// Loads the cache unless a load has completed already (the server's start warms it: a request that got there first
+    /// has loaded it, and a second load now could pick up a change that only a reload should bring), or waits for the
+    /// load already running.
+    public func loadIfNeverLoaded() async throws {
+        try await self.reload(unlessLoaded: true)
+    }
+
+    private func reload(unlessLoaded: Bool) async throws {
+        let task: Task<Void, any Error>? = self.state.withLockedValue { state in
             if let running = state.reloading { return running }
+            if unlessLoaded, state.loadedAt != nil { return nil }
             let task = Task {
                 defer { self.state.withLockedValue { $0.reloading = nil } }
                 try await self.load()
@@ -103,7 +115,7 @@ public final class SchemaCache: Sendable {
             state.reloading = task
             return task
         }
-        try await task.value
+        try await task?.value
     }
 
     /// How many catalog queries have run (tests).

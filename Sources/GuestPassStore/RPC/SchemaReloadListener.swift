@@ -3,7 +3,7 @@ public import Logging
 import NIOPosix
 public import ServiceLifecycle
 
-/// Loads the schema cache at start and reloads it on SIGHUP (`kill -HUP <pid>`) and on `NOTIFY pgrst, 'reload schema'`
+/// Loads the schema cache at start (unless a request has loaded it first) and reloads it on SIGHUP (`kill -HUP <pid>`) and on `NOTIFY pgrst, 'reload schema'`
 /// (or an empty payload), PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends
 /// it after applying files. A service, so both loops end with the server's graceful shutdown. One dedicated connection per process listens (its own thread: libpq blocks), reconnecting after a second
 /// when it is lost. After each load it warns about any table of an exposed schema that an API role can write while
@@ -27,7 +27,7 @@ public struct SchemaReloadListener: Service {
     /// Loads the cache, then reloads it on each SIGHUP and `NOTIFY pgrst` until the graceful shutdown; never throws (a
     /// failed load is logged and requests load on demand).
     public func run() async throws {
-        await self.load(reason: "start")
+        await self.load(reason: "start", unlessLoaded: true)
         let hangups = HangupSignal.shared.signals()
         await withDiscardingTaskGroup { group in
             group.addTask {
@@ -73,9 +73,9 @@ public struct SchemaReloadListener: Service {
         }
     }
 
-    private func load(reason: String) async {
+    private func load(reason: String, unlessLoaded: Bool = false) async {
         do {
-            try await self.cache.reload()
+            if unlessLoaded { try await self.cache.loadIfNeverLoaded() } else { try await self.cache.reload() }
             self.logger.info("schema cache loaded", metadata: ["reason": "\(reason)"])
             for table in self.cache.writableWithoutRowSecurity {
                 self.logger.warning(
