@@ -72,7 +72,7 @@ let package = Package(
         /// Supabase Realtime's wire protocol (Phoenix framings `vsn` 1.0.0 objects and 2.0.0 arrays, binary broadcast kinds
         /// 3 and 4, join configs, binding ids, `postgres_changes` filters, the server's payloads): text and bytes in,
         /// typed messages out and back; no networking, no SQL.
-        .target(name: "RealtimeProtocol", dependencies: ["GuestPassJSON"]),
+        .target(name: "RealtimeProtocol", dependencies: ["GuestPassCrypto", "GuestPassJSON"]),
         /// Every piece of SQL text the service sends, and the typed calls around it: the server-side functions
         /// (`ServerFunctions`), the operator's `Administration`, API keys, the RPC and table statement builders, the schema
         /// cache and its reload listener, the read-replica routing. Plain values in, rows or typed outcomes out; throws

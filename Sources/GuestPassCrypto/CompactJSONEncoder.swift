@@ -71,7 +71,7 @@ final class JSONArena {
     }
 
     func string(_ text: String) -> Range<Int> {
-        self.appending { JSONWriter.appendString(text, to: &$0) }
+        self.appending { JSONString.append(text, to: &$0) }
     }
 
     func number<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, at path: @autoclosure () -> [any CodingKey]) throws
@@ -241,7 +241,7 @@ struct JSONWriter {
             self.bytes.append(UInt8(ascii: "{"))
             for (index, member) in node.sortedMembers().enumerated() {
                 if index > 0 { self.bytes.append(UInt8(ascii: ",")) }
-                Self.appendString(member.key, to: &self.bytes)
+                JSONString.append(member.key, to: &self.bytes)
                 self.bytes.append(UInt8(ascii: ":"))
                 try self.write(member.slot, depth: depth + 1)
             }
@@ -263,43 +263,6 @@ struct JSONWriter {
             self.bytes.append(contentsOf: self.arena.bytes[range])
         case .node(let node):
             try self.write(node, depth: depth)
-        }
-    }
-
-    /// `text` as a JSON string.
-    static func appendString(_ text: String, to bytes: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { utf8 in
-            bytes.append(UInt8(ascii: "\""))
-            // Most strings need no escape: copy them whole.
-            var needsEscape = false
-            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                needsEscape = true
-                break
-            }
-            guard needsEscape else {
-                bytes.append(contentsOf: utf8)
-                bytes.append(UInt8(ascii: "\""))
-                return
-            }
-            for byte in utf8 {
-                switch byte {
-                case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-                case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-                case 0x00..<0x20:
-                    let hex = Array("0123456789ABCDEF".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 0x0F)])
-                default: bytes.append(byte)
-                }
-            }
-            bytes.append(UInt8(ascii: "\""))
         }
     }
 }

@@ -1,4 +1,5 @@
 public import GuestPassJSON
+import GuestPassCrypto
 
 /// Serialised JSON text that is embedded into outbound frames verbatim, never parsed again.
 ///
@@ -33,7 +34,7 @@ public struct RealtimeJSON: Sendable, Equatable, Hashable, CustomStringConvertib
     /// The JSON string literal of `string` (quoted and escaped).
     public init(string: String) {
         var text = ""
-        JSONText.appendString(string, to: &text)
+        JSONString.append(string, to: &text)
         self.text = text
     }
 
@@ -45,41 +46,12 @@ public struct RealtimeJSON: Sendable, Equatable, Hashable, CustomStringConvertib
     public var description: String { self.text }
 }
 
-/// Writing JSON text by concatenation.
+/// Writing JSON text by concatenation (strings through GuestPassCrypto's `JSONString`, the one JSON string writer).
 enum JSONText {
-    /// Appends `string` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\r`, `\t`, `\b`, `\f` or
-    /// `\u00XX`, everything else (non-ASCII included) as UTF-8, as `CompactJSONEncoder` writes strings.
-    static func appendString(_ string: String, to text: inout String) {
-        text.append("\"")
-        guard string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            text.append(string)
-            text.append("\"")
-            return
-        }
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text.append("\\\"")
-            case "\\": text.append("\\\\")
-            case "\n": text.append("\\n")
-            case "\r": text.append("\\r")
-            case "\t": text.append("\\t")
-            case "\u{08}": text.append("\\b")
-            case "\u{0C}": text.append("\\f")
-            case "\u{00}"..."\u{1F}":
-                let hex = Array("0123456789ABCDEF")
-                text.append("\\u00")
-                text.append(hex[Int(scalar.value >> 4)])
-                text.append(hex[Int(scalar.value & 0x0F)])
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text.append("\"")
-    }
-
     /// Appends `string` as a JSON string, or `null` when nil.
     static func appendOptionalString(_ string: String?, to text: inout String) {
         if let string {
-            Self.appendString(string, to: &text)
+            JSONString.append(string, to: &text)
         } else {
             text.append("null")
         }
@@ -87,7 +59,7 @@ enum JSONText {
 
     /// Appends `"key":` (the key escaped).
     static func appendKey(_ key: String, to text: inout String) {
-        Self.appendString(key, to: &text)
+        JSONString.append(key, to: &text)
         text.append(":")
     }
 }

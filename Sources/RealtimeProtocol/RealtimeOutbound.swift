@@ -1,3 +1,5 @@
+import GuestPassCrypto
+
 /// One WebSocket frame, ready to send: text or binary. Built once and sent to every socket that should receive the
 /// same bytes (a change on one channel, a broadcast): `String` and `Array` share their storage when copied.
 public enum RealtimeFrame: Sendable, Equatable, Hashable {
@@ -83,16 +85,16 @@ public struct RealtimeOutboundMessage: Sendable, Equatable {
         switch version {
         case .v1:
             text.append("{\"topic\":")
-            JSONText.appendString(self.topic, to: &text)
+            JSONString.append(self.topic, to: &text)
             text.append(",\"event\":")
-            JSONText.appendString(self.event, to: &text)
+            JSONString.append(self.event, to: &text)
             text.append(",\"payload\":")
             text.append(self.payload.text)
             text.append(",\"ref\":")
             JSONText.appendOptionalString(self.ref, to: &text)
             if let joinRef = self.joinRef {
                 text.append(",\"join_ref\":")
-                JSONText.appendString(joinRef, to: &text)
+                JSONString.append(joinRef, to: &text)
             }
             text.append("}")
         case .v2:
@@ -101,9 +103,9 @@ public struct RealtimeOutboundMessage: Sendable, Equatable {
             text.append(",")
             JSONText.appendOptionalString(self.ref, to: &text)
             text.append(",")
-            JSONText.appendString(self.topic, to: &text)
+            JSONString.append(self.topic, to: &text)
             text.append(",")
-            JSONText.appendString(self.event, to: &text)
+            JSONString.append(self.event, to: &text)
             text.append(",")
             text.append(self.payload.text)
             text.append("]")

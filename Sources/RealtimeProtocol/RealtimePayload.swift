@@ -1,3 +1,5 @@
+import GuestPassCrypto
+
 /// The outcome carried by a `phx_reply` or a `system` message.
 public enum RealtimeStatus: String, Sendable, Equatable, CaseIterable {
     /// `"ok"`
@@ -56,7 +58,7 @@ public enum RealtimePayload {
     /// `presence` and an acked broadcast are `reply(.ok)` (`response` `{}`).
     public static func reply(_ status: RealtimeStatus, response: RealtimeJSON = .emptyObject) -> RealtimeJSON {
         var text = "{\"status\":"
-        JSONText.appendString(status.rawValue, to: &text)
+        JSONString.append(status.rawValue, to: &text)
         text.append(",\"response\":")
         text.append(response.text)
         text.append("}")
@@ -67,7 +69,7 @@ public enum RealtimePayload {
     /// `"TopicNameRequired: You must provide a topic name"`) or a push on a topic not joined (`"unmatched topic"`).
     public static func replyError(reason: String) -> RealtimeJSON {
         var response = "{\"reason\":"
-        JSONText.appendString(reason, to: &response)
+        JSONString.append(reason, to: &response)
         response.append("}")
         return Self.reply(.error, response: RealtimeJSON(unchecked: response))
     }
@@ -90,13 +92,13 @@ public enum RealtimePayload {
     /// PostgreSQL", channel: "room1")`; a fatal `system(.system, .error, …)` is followed by `phx_close`.
     public static func system(_ extension: RealtimeSystemExtension, _ status: RealtimeStatus, message: String, channel: String) -> RealtimeJSON {
         var text = "{\"extension\":"
-        JSONText.appendString(`extension`.rawValue, to: &text)
+        JSONString.append(`extension`.rawValue, to: &text)
         text.append(",\"status\":")
-        JSONText.appendString(status.rawValue, to: &text)
+        JSONString.append(status.rawValue, to: &text)
         text.append(",\"message\":")
-        JSONText.appendString(message, to: &text)
+        JSONString.append(message, to: &text)
         text.append(",\"channel\":")
-        JSONText.appendString(channel, to: &text)
+        JSONString.append(channel, to: &text)
         text.append("}")
         return RealtimeJSON(unchecked: text)
     }
@@ -110,19 +112,19 @@ public enum RealtimePayload {
         schema: String, table: String, commitTimestamp: String, change: RealtimeRowChange, columns: [RealtimeColumn], errors: [String]? = nil
     ) -> RealtimeJSON {
         var text = "{\"schema\":"
-        JSONText.appendString(schema, to: &text)
+        JSONString.append(schema, to: &text)
         text.append(",\"table\":")
-        JSONText.appendString(table, to: &text)
+        JSONString.append(table, to: &text)
         text.append(",\"commit_timestamp\":")
-        JSONText.appendString(commitTimestamp, to: &text)
+        JSONString.append(commitTimestamp, to: &text)
         text.append(",\"type\":")
-        JSONText.appendString(change.type.rawValue, to: &text)
+        JSONString.append(change.type.rawValue, to: &text)
         text.append(",\"columns\":[")
         for (index, column) in columns.enumerated() {
             text.append(index == 0 ? "{\"name\":" : ",{\"name\":")
-            JSONText.appendString(column.name, to: &text)
+            JSONString.append(column.name, to: &text)
             text.append(",\"type\":")
-            JSONText.appendString(column.type, to: &text)
+            JSONString.append(column.type, to: &text)
             text.append("}")
         }
         text.append("]")
@@ -160,7 +162,7 @@ public enum RealtimePayload {
     /// receivers get it in a text frame.
     public static func broadcast(event: String, payload: RealtimeJSON, meta: RealtimeJSON? = nil) -> RealtimeJSON {
         var text = "{\"type\":\"broadcast\",\"event\":"
-        JSONText.appendString(event, to: &text)
+        JSONString.append(event, to: &text)
         text.append(",\"payload\":")
         text.append(payload.text)
         if let meta {
@@ -209,7 +211,7 @@ public enum RealtimePayload {
         text.append("[")
         for (index, string) in strings.enumerated() {
             if index > 0 { text.append(",") }
-            JSONText.appendString(string, to: &text)
+            JSONString.append(string, to: &text)
         }
         text.append("]")
     }
