@@ -5,6 +5,7 @@ outcome, RPC calls (consumes) by function and status, rate-limit denials, databa
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
@@ -78,7 +79,16 @@ def test_realtime_metrics_count_sockets_channels_and_changes(http, metrics_serve
             await close_clients(client)
 
     run_async(body())
-    after = httpx.get(server.metrics_url).text
+    # The gauges come down when the socket is gone, and its channel is counted as ended with it.
+    deadline = time.monotonic() + 10
+    while True:
+        after = httpx.get(server.metrics_url).text
+        if value(after, "guestpass_realtime_sockets") == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert value(after, "guestpass_realtime_sockets") == 0
+    assert value(after, "guestpass_realtime_channels") == 0
+    assert value(after, "guestpass_realtime_channels_closed_total", reason="socket") >= 1
     for name in ("guestpass_realtime_changes_captured_total", "guestpass_realtime_changes_delivered_total"):
         assert value(after, name) > value(before, name), name
     assert value(after, "guestpass_realtime_poll_duration_seconds_count") > 0

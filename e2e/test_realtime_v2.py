@@ -164,6 +164,7 @@ def test_heartbeat_leave_rejoin_and_refusals(v2_server, v2_apps, database):
             # Join refusals: `"<Code>: <message>"` reasons.
             refusals = [
                 ("realtime:", {}, None, "TopicNameRequired: "),
+                ("room-without-prefix", {}, None, "unmatched topic"),  # Phoenix: no channel matches the topic
                 ("realtime:private-room", {"private": True}, None, "Unauthorized: "),
                 ("realtime:bad-token", {}, forged_unsigned(guest["access_token"]), "InvalidJWTToken: "),
                 ("realtime:foreign-token", {}, stranger["access_token"], "InvalidJWTToken: "),

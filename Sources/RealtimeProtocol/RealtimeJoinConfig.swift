@@ -18,10 +18,15 @@ public struct RealtimeTopic: Sendable, Equatable, Hashable {
         guard topic.hasPrefix(Self.prefix) else {
             throw RealtimeProtocolError(.unmatchedTopic, "unmatched topic")
         }
-        let name = String(topic.dropFirst(Self.prefix.count))
+        let name = Self.channelName(of: topic)
         guard !name.isEmpty else { throw RealtimeProtocolError(.topicNameRequired, "You must provide a topic name") }
         self.topic = topic
         self.channelName = name
+    }
+
+    /// The channel name of a topic already checked: `topic` without the `realtime:` prefix.
+    public static func channelName(of topic: String) -> String {
+        String(topic.dropFirst(topic.hasPrefix(Self.prefix) ? Self.prefix.count : 0))
     }
 }
 

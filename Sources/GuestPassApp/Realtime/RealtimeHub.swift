@@ -44,7 +44,7 @@ struct RealtimeSubscriber: Sendable {
     var identityKey: String { self.identity.role.rawValue + "\u{0}" + self.identity.claimsJSON }
 
     /// The channel name, as `system` messages carry it.
-    var channelName: String { String(self.topic.dropFirst("realtime:".count)) }
+    var channelName: String { RealtimeTopic.channelName(of: self.topic) }
 }
 
 /// Every joined channel of this process's sockets, and the counts the connection limits need. The change feed reads
@@ -61,6 +61,9 @@ final class RealtimeHub: Sendable {
         var socketsPerAddress: [String: Int] = [:]
         var socketsPerApp: [UUID: Int] = [:]
         var sockets: [UUID: RealtimeSocket] = [:]
+
+        /// The gauges of open sockets and channels, from these counts (called under the lock, after each change).
+        func recordOpen() { RealtimeMetrics.open(sockets: self.sockets.count, channels: self.channels.count) }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -84,6 +87,7 @@ final class RealtimeHub: Sendable {
             state.socketsPerAddress[address, default: 0] += 1
             state.socketsPerApp[app, default: 0] += 1
             state.sockets[socket.id] = socket
+            state.recordOpen()
             return nil
         }
     }
@@ -107,7 +111,10 @@ final class RealtimeHub: Sendable {
             if state.socketsPerApp[app] == 0 { state.socketsPerApp[app] = nil }
             state.sockets[socketID] = nil
             let keys = state.channels.keys.filter { $0.socketID == socketID }
-            return keys.compactMap { state.channels.removeValue(forKey: $0) }
+            let released = keys.compactMap { state.channels.removeValue(forKey: $0) }
+            state.recordOpen()
+            RealtimeMetrics.channelsClosed(released.count, reason: "socket")
+            return released
         }
     }
 
@@ -116,9 +123,6 @@ final class RealtimeHub: Sendable {
         let sockets = self.state.withLockedValue { Array($0.sockets.values) }
         for socket in sockets { socket.outbox.finish(.normal) }
     }
-
-    /// How many sockets are open.
-    var socketCount: Int { self.state.withLockedValue { $0.sockets.count } }
 
     /// The open socket with this id.
     func socket(_ id: UUID) -> RealtimeSocket? { self.state.withLockedValue { $0.sockets[id] } }
@@ -134,13 +138,25 @@ final class RealtimeHub: Sendable {
 
     /// Adds (or replaces) a socket's channel.
     func join(_ subscriber: RealtimeSubscriber) {
-        self.state.withLockedValue { $0.channels[ChannelKey(socketID: subscriber.socketID, topic: subscriber.topic)] = subscriber }
+        self.state.withLockedValue { state in
+            state.channels[ChannelKey(socketID: subscriber.socketID, topic: subscriber.topic)] = subscriber
+            state.recordOpen()
+        }
     }
 
-    /// Removes a socket's channel; returns it.
+    /// Removes a socket's channel on `topic`, only when it is the join `joinRef` names if given; returns it. `reason`
+    /// labels the channel's end in the metrics (`RealtimeMetrics.channelsClosed`).
     @discardableResult
-    func leave(socketID: UUID, topic: String) -> RealtimeSubscriber? {
-        self.state.withLockedValue { $0.channels.removeValue(forKey: ChannelKey(socketID: socketID, topic: topic)) }
+    func leave(socketID: UUID, topic: String, joinRef: String?? = .none, reason: String) -> RealtimeSubscriber? {
+        self.state.withLockedValue { state in
+            let key = ChannelKey(socketID: socketID, topic: topic)
+            guard let channel = state.channels[key] else { return nil }
+            if case .some(let expected) = joinRef, channel.joinRef != expected { return nil }
+            state.channels[key] = nil
+            state.recordOpen()
+            RealtimeMetrics.channelsClosed(1, reason: reason)
+            return channel
+        }
     }
 
     /// A socket's channel on `topic`.

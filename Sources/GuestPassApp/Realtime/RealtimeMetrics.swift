@@ -1,6 +1,5 @@
 import Foundation
 import Metrics
-import NIOConcurrencyHelpers
 
 /// Realtime's metrics (beside `ServiceMetrics`, through the same swift-metrics system): sockets and channels open,
 /// changes captured, delivered and dropped, polls and their duration (the lag a change can add before delivery), and
@@ -10,39 +9,18 @@ enum RealtimeMetrics {
     private static let channels = Gauge(label: "guestpass_realtime_channels")
     private static let pollDuration = Metrics.Timer(label: "guestpass_realtime_poll_duration_seconds", preferredDisplayUnit: .seconds)
     private static let pollLag = Metrics.Timer(label: "guestpass_realtime_poll_lag_seconds", preferredDisplayUnit: .seconds)
-    private static let open = NIOLockedValueBox((sockets: 0, channels: 0))
 
-    /// A socket was upgraded, or closed.
-    static func socketOpened() {
-        self.sockets.record(
-            self.open.withLockedValue {
-                $0.sockets += 1
-                return $0.sockets
-            })
-    }
-    static func socketClosed() {
-        self.sockets.record(
-            self.open.withLockedValue {
-                $0.sockets -= 1
-                return $0.sockets
-            })
+    /// The sockets and channels open now: `RealtimeHub`'s own counts, recorded by the hub whenever they change.
+    static func open(sockets: Int, channels: Int) {
+        self.sockets.record(sockets)
+        self.channels.record(channels)
     }
 
-    /// A channel was joined, or ended (`leave`, `shutdown`, `socket`).
-    static func channelOpened() {
-        self.channels.record(
-            self.open.withLockedValue {
-                $0.channels += 1
-                return $0.channels
-            })
-    }
-    static func channelClosed(reason: String) {
-        self.channels.record(
-            self.open.withLockedValue {
-                $0.channels -= 1
-                return $0.channels
-            })
-        ServiceMetrics.count("guestpass_realtime_channels_closed_total", [("reason", reason)])
+    /// Channels that ended, by why: `leave` (the client's), `rejoin` (joined again on the same topic), `shutdown`
+    /// (the server's: an expired token, a revoked session), `socket` (the socket closed).
+    static func channelsClosed(_ count: Int, reason: String) {
+        guard count > 0 else { return }
+        ServiceMetrics.count("guestpass_realtime_channels_closed_total", [("reason", reason)], by: count)
     }
 
     /// One poll of the change log: how many rows it returned and how long it took.

@@ -103,7 +103,6 @@ struct RealtimeRoutes {
             try? await outbound.close(.policyViolation, reason: refusal)
             return
         }
-        RealtimeMetrics.socketOpened()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await Self.write(socket.outbox, to: outbound) }
             do {
@@ -121,7 +120,6 @@ struct RealtimeRoutes {
             await group.waitForAll()
         }
         await socket.closed()
-        RealtimeMetrics.socketClosed()
     }
 
     /// The writer: sends queued frames in order, then closes the socket the way the queue ended.

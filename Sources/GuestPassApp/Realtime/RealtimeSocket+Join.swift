@@ -19,8 +19,10 @@ extension RealtimeSocket {
     /// `phx_join`: checks the topic, config and token, replies with the bindings echoed (ids added), then validates
     /// each binding and says so with a `system` message; an invalid binding leaves the channel joined, as in Realtime.
     func join(_ message: RealtimeMessage) async {
-        guard (try? RealtimeTopic(message.topic)) != nil else {
-            return self.refuseJoin(message, "TopicNameRequired: You must provide a topic name")
+        do {
+            _ = try RealtimeTopic(message.topic)
+        } catch {
+            return self.refuseJoin(message, error.code == .topicNameRequired ? "TopicNameRequired: \(error.message)" : error.message)
         }
         let config: RealtimeJoinConfig
         do {
@@ -31,7 +33,7 @@ extension RealtimeSocket {
         if config.isPrivate {
             return self.refuseJoin(message, "Unauthorized: private channels are not supported by this server")
         }
-        if let previous = self.hub.leave(socketID: self.id, topic: message.topic) {
+        if let previous = self.hub.leave(socketID: self.id, topic: message.topic, reason: "rejoin") {
             // Phoenix closes a channel joined twice before the new join.
             self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: previous.joinRef))
             await self.services.presence.leaveAll(of: previous)
@@ -56,7 +58,6 @@ extension RealtimeSocket {
             presenceKey: config.presence.key.isEmpty ? UUID().uuidString.lowercased() : config.presence.key
         )
         self.hub.join(subscriber)
-        RealtimeMetrics.channelOpened()
         self.reply(message, RealtimePayload.joinReply(bindings: config.postgresChanges))
         if config.presence.enabled {
             let state = (try? await self.services.presence.state(app: self.grant.appID, topic: message.topic)) ?? .emptyObject
@@ -178,12 +179,9 @@ extension RealtimeSocket {
     /// `phx_leave`: ok to the push, then `phx_close` with the join's ref.
     func leave(_ message: RealtimeMessage) async {
         self.reply(message, RealtimePayload.reply(.ok))
-        let left = self.hub.leave(socketID: self.id, topic: message.topic)
+        let left = self.hub.leave(socketID: self.id, topic: message.topic, reason: "leave")
         self.send(RealtimeOutboundMessage.close(topic: message.topic, joinRef: message.joinRef))
-        if let left {
-            await self.services.presence.leaveAll(of: left)
-            RealtimeMetrics.channelClosed(reason: "leave")
-        }
+        if let left { await self.services.presence.leaveAll(of: left) }
     }
 
     /// `access_token`: a new token swaps the channel's identity in place (no reply); an invalid or expired one ends

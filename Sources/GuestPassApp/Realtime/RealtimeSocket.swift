@@ -136,12 +136,16 @@ actor RealtimeSocket {
 
     /// Queues a message for the client in its framing.
     func send(_ message: RealtimeOutboundMessage) {
-        let farewell = RealtimeOutboundMessage(
-            joinRef: message.joinRef, ref: nil, topic: message.topic, event: "system",
+        self.outbox.enqueue(message.frame(for: self.version), farewell: self.tooSlow(topic: message.topic, joinRef: message.joinRef))
+    }
+
+    /// The `system` error a socket gets last when its queue overflows (built only then).
+    func tooSlow(topic: String, joinRef: String?) -> RealtimeFrame {
+        RealtimeOutboundMessage(
+            joinRef: joinRef, ref: nil, topic: topic, event: "system",
             payload: RealtimePayload.system(
-                .system, .error, message: "Too many messages queued: the client is too slow",
-                channel: String(message.topic.dropFirst(RealtimeTopic.prefix.count))))
-        self.outbox.enqueue(message.frame(for: self.version), farewell: farewell.frame(for: self.version))
+                .system, .error, message: "Too many messages queued: the client is too slow", channel: RealtimeTopic.channelName(of: topic))
+        ).frame(for: self.version)
     }
 
     /// Queues a message for the client in its framing.
@@ -157,13 +161,12 @@ actor RealtimeSocket {
     /// Ends a channel on the server's initiative: a `system` error naming why, then `phx_close`, as Realtime does
     /// (`shutdown_response`); the client does not rejoin on its own.
     func shutDown(topic: String, joinRef: String?, reason: String) async {
-        guard let subscriber = self.hub.leave(socketID: self.id, topic: topic), subscriber.joinRef == joinRef else { return }
+        guard let subscriber = self.hub.leave(socketID: self.id, topic: topic, joinRef: .some(joinRef), reason: "shutdown") else { return }
         self.send(
             joinRef: joinRef, ref: nil, topic: topic, event: "system",
             payload: RealtimePayload.system(.system, .error, message: reason, channel: subscriber.channelName))
         self.send(RealtimeOutboundMessage.close(topic: topic, joinRef: joinRef))
         await self.services.presence.leaveAll(of: subscriber)
-        RealtimeMetrics.channelClosed(reason: "shutdown")
     }
 
     /// Called when the socket is gone: forgets its channels and their presence.
