@@ -69,8 +69,8 @@ let package = Package(
         /// PostgREST's URL grammar (select, filters, logic trees, order, ranges) and `Prefer` header: text in, a typed
         /// request out; no SQL, no dependencies.
         .target(name: "PostgRESTGrammar"),
-        /// Supabase Realtime's wire protocol (Phoenix framings `vsn` 1.0.0 objects and 2.0.0 arrays, binary broadcast kinds
-        /// 3 and 4, join configs, binding ids, `postgres_changes` filters, the server's payloads): text and bytes in,
+        /// Supabase Realtime's wire protocol (Phoenix framings `vsn` 1.0.0 objects and 2.0.0 arrays, binary broadcast pushes
+        /// (kind 3), join configs, binding ids, `postgres_changes` filters, the server's payloads): text and bytes in,
         /// typed messages out and back; no networking, no SQL.
         .target(name: "RealtimeProtocol", dependencies: ["GuestPassCrypto", "GuestPassJSON"]),
         /// Every piece of SQL text the service sends, and the typed calls around it: the server-side functions

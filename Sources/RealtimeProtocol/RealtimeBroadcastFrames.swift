@@ -5,7 +5,7 @@ public enum RealtimeBroadcastPayload: Sendable, Equatable, Hashable {
     /// JSON (encoding byte 1). Inbound, it was checked by the strict parser and is kept as the text received, so it is
     /// forwarded without being parsed or written again.
     case json(RealtimeJSON)
-    /// Opaque bytes (encoding byte 0); only v2 sockets can receive them.
+    /// Opaque bytes (encoding byte 0); the server refuses them (no framing of v1 carries them).
     case binary([UInt8])
 }
 
@@ -92,84 +92,5 @@ public struct RealtimeBroadcastPush: Sendable, Equatable {
         return RealtimeBroadcastPush(
             joinRef: strings[0].isEmpty ? nil : strings[0], ref: strings[1].isEmpty ? nil : strings[1], topic: strings[2],
             event: strings[3], metadata: metadata, payload: payload)
-    }
-}
-
-/// A broadcast the server delivers to the sockets of a channel when it came in as a kind-3 frame (or from anywhere the
-/// server keeps a broadcast's event and payload apart): encoded once per framing with `frame(for:)`, and the same
-/// `RealtimeFrame` sent to every socket of that framing.
-///
-/// - v2: binary frame kind 4 (1 byte kind; 1 byte each for the lengths of topic, event and metadata; 1 byte payload
-///   encoding; then topic, event, metadata and the payload), as Realtime sends any user broadcast to v2 sockets.
-/// - v1: a text frame `{"topic":…,"event":"broadcast","payload":{"type":"broadcast","event":…,"payload":<json>,
-///   "meta":<metadata>},"ref":null}` (`meta` only with metadata), as Realtime converts them for v1 sockets. A **binary**
-///   payload has no JSON form: `frame(for: .v1)` is nil and the server skips v1 sockets, as Realtime does
-///   (`convert_to_json_broadcast` refuses it and the message is not delivered).
-public struct RealtimeUserBroadcast: Sendable, Equatable {
-    /// `realtime:<channel>`: the topic each receiving socket joined.
-    public var topic: String
-    /// The user's event name.
-    public var event: String
-    /// Metadata JSON text such as `{"id":"…"}`, or nil for none (a zero length in kind 4).
-    public var metadata: RealtimeJSON?
-    /// The payload.
-    public var payload: RealtimeBroadcastPayload
-
-    /// Makes a broadcast.
-    public init(topic: String, event: String, metadata: RealtimeJSON? = nil, payload: RealtimeBroadcastPayload) {
-        self.topic = topic
-        self.event = event
-        self.metadata = metadata
-        self.payload = payload
-    }
-
-    /// The broadcast a kind-3 push asks for, to deliver on `push.topic` (its metadata is not forwarded: the server adds
-    /// its own, such as a message id, if any).
-    public init(push: RealtimeBroadcastPush) {
-        self.init(topic: push.topic, event: push.event, metadata: nil, payload: push.payload)
-    }
-
-    /// The frame for sockets of `version`; nil for a binary payload on v1 (not representable: skip those sockets).
-    ///
-    /// - Throws: `fieldTooLong` when, for v2, the topic, event or metadata is longer than 255 bytes.
-    public func frame(for version: RealtimeVersion) throws(RealtimeProtocolError) -> RealtimeFrame? {
-        switch version {
-        case .v2: return .binary(try self.kind4Bytes())
-        case .v1:
-            guard case .json(let json) = self.payload else { return nil }
-            let payload = RealtimePayload.broadcast(event: self.event, payload: json, meta: self.metadata)
-            return RealtimeOutboundMessage(joinRef: nil, ref: nil, topic: self.topic, event: "broadcast", payload: payload).frame(for: .v1)
-        }
-    }
-
-    private func kind4Bytes() throws(RealtimeProtocolError) -> [UInt8] {
-        let topic = Array(self.topic.utf8)
-        let event = Array(self.event.utf8)
-        let metadata = Array((self.metadata?.text ?? "").utf8)
-        for (name, field) in [("topic", topic), ("event", event), ("metadata", metadata)] where field.count > 255 {
-            throw RealtimeProtocolError(.fieldTooLong, "the broadcast's \(name) is \(field.count) bytes; a binary frame allows 255")
-        }
-        var bytes: [UInt8] = []
-        let body: [UInt8]
-        let encoding: UInt8
-        switch self.payload {
-        case .json(let json):
-            body = Array(json.text.utf8)
-            encoding = 1
-        case .binary(let data):
-            body = data
-            encoding = 0
-        }
-        bytes.reserveCapacity(5 + topic.count + event.count + metadata.count + body.count)
-        bytes.append(4)
-        bytes.append(UInt8(topic.count))
-        bytes.append(UInt8(event.count))
-        bytes.append(UInt8(metadata.count))
-        bytes.append(encoding)
-        bytes.append(contentsOf: topic)
-        bytes.append(contentsOf: event)
-        bytes.append(contentsOf: metadata)
-        bytes.append(contentsOf: body)
-        return bytes
     }
 }

@@ -40,8 +40,6 @@ public struct RealtimeJSON: Sendable, Equatable, Hashable, CustomStringConvertib
 
     /// `{}`: the payload of `phx_close`, `phx_error`, and the heartbeat reply's `response`.
     public static let emptyObject = RealtimeJSON(unchecked: "{}")
-    /// `null`.
-    public static let null = RealtimeJSON(unchecked: "null")
 
     public var description: String { self.text }
 }

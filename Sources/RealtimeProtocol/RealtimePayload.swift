@@ -181,16 +181,6 @@ public enum RealtimePayload {
         return RealtimeJSON(unchecked: text)
     }
 
-    /// `{"joins":{…},"leaves":{…}}`: the payload of `presence_diff`, each side shaped as `presenceState`'s.
-    public static func presenceDiff(joins: [String: [RealtimeJSON]], leaves: [String: [RealtimeJSON]]) -> RealtimeJSON {
-        var text = "{\"joins\":"
-        Self.appendPresences(joins, to: &text)
-        text.append(",\"leaves\":")
-        Self.appendPresences(leaves, to: &text)
-        text.append("}")
-        return RealtimeJSON(unchecked: text)
-    }
-
     private static func appendPresences(_ presences: [String: [RealtimeJSON]], to text: inout String) {
         text.append("{")
         for (index, key) in presences.keys.sorted().enumerated() {

@@ -26,8 +26,6 @@ public struct RealtimeProtocolError: Error, Sendable, Equatable, CustomStringCon
         case unknownPayloadEncoding
         /// A string of a binary frame (ref, topic, event) is not valid UTF-8.
         case invalidUTF8
-        /// An outbound string does not fit the binary framing's one-byte length (255 bytes).
-        case fieldTooLong
         /// The topic is `realtime:` with no channel name (Realtime's `TopicNameRequired`).
         case topicNameRequired
         /// The topic does not start with `realtime:` (Phoenix answers such a join with `unmatched topic`).

@@ -3,7 +3,7 @@
 /// - `v1` (`vsn` absent or `1.0.0`; supabase-py): every frame is a JSON text object
 ///   `{"topic","event","payload","ref","join_ref"}`; no binary frames.
 /// - `v2` (`vsn=2.0.0`; supabase-js ≥ 2.91, supabase-swift): text frames are JSON arrays
-///   `[join_ref, ref, topic, event, payload]`; broadcasts may travel as binary frames (kind 3 in, kind 4 out).
+///   `[join_ref, ref, topic, event, payload]`; clients may push broadcasts as binary frames (kind 3); the server answers in text frames.
 ///
 /// Phoenix treats a missing `vsn` as 1.0.0 and refuses one no serializer matches, so any other value is nil and the
 /// server refuses the upgrade.

@@ -66,56 +66,6 @@ import Testing
         #expect(code(big) == .frameTooLarge)
     }
 
-    @Test func kind4BytesAreTheDocumentedLayout() throws {
-        let broadcast = RealtimeUserBroadcast(
-            topic: "realtime:room1", event: "cursor", metadata: RealtimeJSON(unchecked: #"{"id":"a"}"#),
-            payload: .json(RealtimeJSON(unchecked: #"{"x":1}"#)))
-        guard case .binary(let bytes)? = try broadcast.frame(for: .v2) else {
-            Issue.record("not binary")
-            return
-        }
-        #expect(
-            bytes == [4, 14, 6, 10, 1] + Array("realtime:room1".utf8) + Array("cursor".utf8) + Array(#"{"id":"a"}"#.utf8) + Array(#"{"x":1}"#.utf8))
-        let read = decodeUserBroadcast(bytes)
-        #expect(read?.topic == "realtime:room1" && read?.event == "cursor" && read?.metadata == #"{"id":"a"}"# && read?.encoding == 1)
-        let binary = RealtimeUserBroadcast(topic: "realtime:r", event: "e", payload: .binary([1, 2, 3]))
-        #expect(try binary.frame(for: .v2) == .binary([4, 10, 1, 0, 0] + Array("realtime:r".utf8) + Array("e".utf8) + [1, 2, 3]))
-    }
-
-    @Test func kind4RefusesFieldsOverOneByte() {
-        let long = String(repeating: "é", count: 128)  // 256 bytes
-        for broadcast in [
-            RealtimeUserBroadcast(topic: long, event: "e", payload: .binary([])),
-            RealtimeUserBroadcast(topic: "t", event: long, payload: .binary([])),
-            RealtimeUserBroadcast(topic: "t", event: "e", metadata: RealtimeJSON(string: long), payload: .binary([])),
-        ] {
-            #expect(protocolError { () throws(RealtimeProtocolError) in try broadcast.frame(for: .v2) }?.code == .fieldTooLong)
-        }
-        let fits = RealtimeUserBroadcast(topic: String(repeating: "a", count: 255), event: "e", payload: .binary([]))
-        #expect((try? fits.frame(for: .v2)) != nil)
-    }
-
-    @Test func v1GetsJSONBroadcastsAsTextAndSkipsBinaryOnes() throws {
-        let pushed = try Self.v2.decode(
-            binary: userBroadcastPush(joinRef: "1", ref: "5", topic: "realtime:room1", event: "cursor", encoding: 1, payload: Array(#"{"x":1}"#.utf8))
-        )
-        let broadcast = RealtimeUserBroadcast(push: pushed)
-        #expect(
-            text(of: try broadcast.frame(for: .v1))
-                == #"{"topic":"realtime:room1","event":"broadcast","payload":{"type":"broadcast","event":"cursor","payload":{"x":1}},"ref":null}"#)
-        var withMeta = broadcast
-        withMeta.metadata = RealtimeJSON(unchecked: #"{"id":"m"}"#)
-        #expect(
-            text(of: try withMeta.frame(for: .v1))
-                == #"{"topic":"realtime:room1","event":"broadcast","payload":{"type":"broadcast","event":"cursor","payload":{"x":1},"meta":{"id":"m"}},"ref":null}"#
-        )
-        let binary = RealtimeUserBroadcast(topic: "realtime:room1", event: "blob", payload: .binary([1]))
-        #expect(try binary.frame(for: .v1) == nil)
-        // A v1 frame of any broadcast parses as a v1 message whose payload is the text broadcast shape.
-        let message = try RealtimeDecoder(version: .v1).decode(text: text(of: try withMeta.frame(for: .v1)) ?? "")
-        #expect(message.payload == json(#"{"type":"broadcast","event":"cursor","payload":{"x":1},"meta":{"id":"m"}}"#))
-    }
-
     @Test func ackReplyToAPush() throws {
         let push = try Self.v2.decode(
             binary: userBroadcastPush(joinRef: "1", ref: "5", topic: "realtime:room1", event: "cursor", encoding: 0, payload: []))

@@ -128,15 +128,6 @@ import Testing
                 joinRef: nil, ref: nil, topic: "realtime:room1", event: "presence_state", payload: RealtimePayload.presenceState(["k1": [meta]])),
             v1: #"{"topic":"realtime:room1","event":"presence_state","payload":{"k1":{"metas":[{"phx_ref":"GHlA","name":"A"}]}},"ref":null}"#,
             v2: #"[null,null,"realtime:room1","presence_state",{"k1":{"metas":[{"phx_ref":"GHlA","name":"A"}]}}]"#)
-        Self.expectOutbound(
-            RealtimeOutboundMessage(
-                joinRef: nil, ref: nil, topic: "realtime:room1", event: "presence_diff",
-                payload: RealtimePayload.presenceDiff(joins: ["k2": [meta, meta], "k1": []], leaves: [:])),
-            v1:
-                #"{"topic":"realtime:room1","event":"presence_diff","payload":{"joins":{"k1":{"metas":[]},"k2":{"metas":[{"phx_ref":"GHlA","name":"A"},{"phx_ref":"GHlA","name":"A"}]}},"leaves":{}},"ref":null}"#,
-            v2:
-                #"[null,null,"realtime:room1","presence_diff",{"joins":{"k1":{"metas":[]},"k2":{"metas":[{"phx_ref":"GHlA","name":"A"},{"phx_ref":"GHlA","name":"A"}]}},"leaves":{}}]"#
-        )
         #expect(RealtimePayload.presenceState([:]).text == "{}")
     }
 

@@ -46,22 +46,6 @@ func userBroadcastPush(
     return bytes
 }
 
-/// A kind-4 frame read as supabase-js's `_decodeUserBroadcast` reads it.
-func decodeUserBroadcast(_ bytes: [UInt8]) -> (topic: String, event: String, metadata: String, encoding: UInt8, payload: [UInt8])? {
-    guard bytes.count >= 5, bytes[0] == 4 else { return nil }
-    let (topicSize, eventSize, metadataSize) = (Int(bytes[1]), Int(bytes[2]), Int(bytes[3]))
-    var offset = 5
-    guard bytes.count >= offset + topicSize + eventSize + metadataSize else { return nil }
-    func take(_ count: Int) -> String {
-        defer { offset += count }
-        return String(decoding: bytes[offset..<offset + count], as: UTF8.self)
-    }
-    let topic = take(topicSize)
-    let event = take(eventSize)
-    let metadata = take(metadataSize)
-    return (topic, event, metadata, bytes[4], Array(bytes[offset...]))
-}
-
 /// FNV-1a 32 masked to 31 bits, 0 → 1: the documented binding id, computed independently of the module.
 func referenceBindingID(canonical: String) -> Int {
     var hash: UInt32 = 2_166_136_261

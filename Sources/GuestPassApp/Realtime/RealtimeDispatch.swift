@@ -142,24 +142,34 @@ struct RealtimeDispatch: Sendable {
 
     private func deliverBroadcast(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
         guard let topic = change.topic, let event = change.event else { return }
-        let payload = RealtimePayload.broadcast(event: event, payload: RealtimeJSON(unchecked: change.record ?? "{}"))
-        for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
-            if channel.socketID == change.origin && !channel.broadcastSelf { continue }
-            self.push(channel, event: "broadcast", payload: payload)
+        let receivers = subscribers.filter {
+            $0.topic == topic && $0.appID == change.appID && ($0.socketID != change.origin || $0.broadcastSelf)
         }
+        let payload = RealtimePayload.broadcast(event: event, payload: RealtimeJSON(unchecked: change.record ?? "{}"))
+        self.push(receivers, topic: topic, event: "broadcast", payload: payload)
     }
 
     private func deliverPresence(_ change: CapturedChange, to subscribers: [RealtimeSubscriber]) {
         guard let topic = change.topic, let diff = change.record else { return }
-        for channel in subscribers where channel.topic == topic && channel.appID == change.appID {
-            self.push(channel, event: "presence_diff", payload: RealtimeJSON(unchecked: diff))
-        }
+        let receivers = subscribers.filter { $0.topic == topic && $0.appID == change.appID }
+        self.push(receivers, topic: topic, event: "presence_diff", payload: RealtimeJSON(unchecked: diff))
     }
 
     /// A server push (null refs) to one channel.
     private func push(_ channel: RealtimeSubscriber, event: String, payload: RealtimeJSON) {
         let message = RealtimeOutboundMessage(joinRef: nil, ref: nil, topic: channel.topic, event: event, payload: payload)
         if !channel.outbox.enqueue(message.frame(for: channel.version)) { RealtimeMetrics.dropped(1) }
+    }
+
+    /// The same server push (null refs) to every channel of `topic`: the frame is encoded once per framing and shared.
+    private func push(_ channels: [RealtimeSubscriber], topic: String, event: String, payload: RealtimeJSON) {
+        let message = RealtimeOutboundMessage(joinRef: nil, ref: nil, topic: topic, event: event, payload: payload)
+        var frames: [RealtimeVersion: RealtimeFrame] = [:]
+        for channel in channels {
+            let frame = frames[channel.version] ?? message.frame(for: channel.version)
+            frames[channel.version] = frame
+            if !channel.outbox.enqueue(frame) { RealtimeMetrics.dropped(1) }
+        }
     }
 }
 
