@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "GuestPassStore",
             dependencies: [
-                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "PostgRESTGrammar",
+                "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "PostgRESTGrammar", "RealtimeProtocol",
                 .logging, .nioConcurrencyHelpers, .nioPosix, .serviceLifecycle,
             ]
         ),
@@ -193,7 +193,7 @@ let package = Package(
             name: "GuestPassAppTests",
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
-                "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations",
+                "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations", "RealtimeProtocol",
                 .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat,
             ]
         ),

@@ -25,7 +25,7 @@
 /// control character, more than `maxConditions` conditions.
 public struct RealtimeFilter: Sendable, Equatable {
     /// A comparison operator.
-    public enum Operator: String, Sendable, Equatable, CaseIterable {
+    public enum Operator: String, Sendable, Hashable, CaseIterable {
         /// `=`
         case eq
         /// `<>`
@@ -43,7 +43,7 @@ public struct RealtimeFilter: Sendable, Equatable {
     }
 
     /// A condition's right-hand side, as text to be cast to the column's type by PostgreSQL.
-    public enum Value: Sendable, Equatable {
+    public enum Value: Sendable, Hashable {
         /// One value (every operator but `in`).
         case single(String)
         /// The items of `in.(…)`, in order, unquoted.
@@ -51,7 +51,7 @@ public struct RealtimeFilter: Sendable, Equatable {
     }
 
     /// One `column=[not.]op.value` condition.
-    public struct Condition: Sendable, Equatable {
+    public struct Condition: Sendable, Hashable {
         /// The column name as written (unquoted; the server looks it up in the catalog).
         public var column: String
         /// The operator.
@@ -67,6 +67,14 @@ public struct RealtimeFilter: Sendable, Equatable {
             self.op = op
             self.negated = negated
             self.value = value
+        }
+
+        /// The value as a list: one item, or the items of `in`.
+        public var values: [String] {
+            switch self.value {
+            case .single(let value): [value]
+            case .list(let values): values
+            }
         }
     }
 

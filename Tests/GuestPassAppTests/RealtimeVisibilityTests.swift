@@ -1,6 +1,7 @@
 import Foundation
 import GuestPassJSON
 import GuestPassPostgres
+import RealtimeProtocol
 import Testing
 
 @testable import GuestPassApp
@@ -50,15 +51,15 @@ import Testing
             let table = try #require(try await RealtimeTables(pool: pool).table(schema: "public", name: "readings", role: .authenticated))
             let (app, alice) = (UUID(), UUID())
             let images = ["palm", "face", "coffee"].map { Self.reading(user: alice, app: app, kind: $0) }
-            let filters: [[RealtimeCondition]] = [
-                [RealtimeCondition(column: "kind", op: .eq, values: ["palm"])],
-                [RealtimeCondition(column: "kind", op: .in, values: ["face", "coffee"])],
-                [RealtimeCondition(column: "kind", op: .in, negated: true, values: ["face", "coffee"])],
+            let filters: [[RealtimeFilter.Condition]] = [
+                [RealtimeFilter.Condition(column: "kind", op: .eq, value: .single("palm"))],
+                [RealtimeFilter.Condition(column: "kind", op: .in, value: .list(["face", "coffee"]))],
+                [RealtimeFilter.Condition(column: "kind", op: .in, negated: true, value: .list(["face", "coffee"]))],
                 [
-                    RealtimeCondition(column: "user_id", op: .eq, values: [alice.lowercasedString]),
-                    RealtimeCondition(column: "kind", op: .neq, values: ["palm"]),
+                    RealtimeFilter.Condition(column: "user_id", op: .eq, value: .single(alice.lowercasedString)),
+                    RealtimeFilter.Condition(column: "kind", op: .neq, value: .single("palm")),
                 ],
-                [RealtimeCondition(column: "created_at", op: .lt, values: ["2026-11-25T11:00:00+01:00"])],
+                [RealtimeFilter.Condition(column: "created_at", op: .lt, value: .single("2026-11-25T11:00:00+01:00"))],
                 [],
             ]
             let verdicts = try await RealtimeVisibility.check(
@@ -67,10 +68,11 @@ import Testing
             #expect(verdicts.matches[1] == [false, true, false, true, false, true])
             #expect(verdicts.matches[2] == [false, true, false, true, false, true])
             let bad = try await RealtimeVisibility.validateValues(
-                pool: pool, table: table, conditions: [RealtimeCondition(column: "user_id", op: .eq, values: ["not-a-uuid"])])
+                pool: pool, table: table, conditions: [RealtimeFilter.Condition(column: "user_id", op: .eq, value: .single("not-a-uuid"))])
             #expect(bad?.contains("uuid") == true)
             let fine = try await RealtimeVisibility.validateValues(
-                pool: pool, table: table, conditions: [RealtimeCondition(column: "created_at", op: .in, values: ["2026-01-01", "2026-02-01"])])
+                pool: pool, table: table,
+                conditions: [RealtimeFilter.Condition(column: "created_at", op: .in, value: .list(["2026-01-01", "2026-02-01"]))])
             #expect(fine == nil)
             await pool.shutdown()
         }
@@ -135,7 +137,9 @@ import Testing
                 ("s", ["-3"]), ("s", ["-03"]), ("s", ["0"]),
                 ("b", ["true"]), ("b", ["t"]), ("b", ["YES"]), ("b", [" on "]), ("b", ["1"]), ("b", ["f"]), ("b", ["off"]), ("b", ["no"]),
             ]
-            let filters = spellings.map { [RealtimeCondition(column: $0.0, op: $0.1.count == 1 ? .eq : .in, values: $0.1)] }
+            let filters = spellings.map {
+                [RealtimeFilter.Condition(column: $0.0, op: $0.1.count == 1 ? .eq : .in, value: $0.1.count == 1 ? .single($0.1[0]) : .list($0.1))]
+            }
             let claims = RequestIdentity(role: .authenticated, claimsJSON: #"{"role":"authenticated"}"#)
             let verdicts = try await RealtimeVisibility.check(pool: pool, identity: claims, table: table, images: images, filters: filters)
             var decided = 0

@@ -63,7 +63,7 @@ struct RealtimeChangeFeed: Service {
             tick += 1
             await self.closeExpiredChannels()
             if tick % Int(self.services.limits.sessionCheckInterval.components.seconds) == 0 { await self.closeRevokedChannels() }
-            if tick % 15 == 0 {
+            if tick % Int(self.services.presence.renewInterval.components.seconds) == 0 {
                 do { try await self.services.presence.renew() } catch {
                     self.logger.warning("realtime: presence renewal failed", metadata: ["error": "\(error)"])
                 }
@@ -71,7 +71,6 @@ struct RealtimeChangeFeed: Service {
             if tick % 60 == 0 {
                 do {
                     try await self.services.feed.sync()
-                    self.services.tables.invalidate()
                     try await self.services.feed.prune(retentionSeconds: self.retentionSeconds)
                 } catch {
                     self.logger.warning("realtime: sync or prune failed", metadata: ["error": "\(error)"])

@@ -85,8 +85,8 @@ struct RealtimeDispatch: Sendable {
             }
         }
         guard !relevant.isEmpty else { return }
-        var filterIndex: [[RealtimeCondition]: Int] = [:]
-        var filters: [[RealtimeCondition]] = []
+        var filterIndex: [[RealtimeFilter.Condition]: Int] = [:]
+        var filters: [[RealtimeFilter.Condition]] = []
         let tableBindings = channels.flatMap(\.bindings).filter { $0.schema == schema && $0.table == name }
         for binding in tableBindings where filterIndex[binding.conditions] == nil {
             filterIndex[binding.conditions] = filters.count

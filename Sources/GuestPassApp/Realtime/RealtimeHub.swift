@@ -12,7 +12,7 @@ struct ChannelBinding: Sendable {
     let kind: CapturedChange.Kind?
     let schema: String
     let table: String
-    let conditions: [RealtimeCondition]
+    let conditions: [RealtimeFilter.Condition]
 
     func wants(_ change: CapturedChange) -> Bool {
         change.schema == self.schema && change.table == self.table && (self.kind == nil || self.kind == change.kind)

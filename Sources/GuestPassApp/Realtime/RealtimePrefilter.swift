@@ -1,5 +1,6 @@
 import GuestPassJSON
 import GuestPassStore
+import RealtimeProtocol
 
 /// A cheap, conservative look at a binding's filter before any SQL: `false` only when the filter certainly rejects a
 /// row image, so a poll skips the identities none of whose bindings can match (the common subscription
@@ -11,7 +12,7 @@ import GuestPassStore
 /// PostgreSQL decides in `RealtimeVisibility`, as it always does for the rows that pass here.
 enum RealtimePrefilter {
     /// Whether `image` may pass `conditions` (ANDed).
-    static func mayMatch(_ conditions: [RealtimeCondition], image: [String: JSONValue]?, table: RealtimeTable) -> Bool {
+    static func mayMatch(_ conditions: [RealtimeFilter.Condition], image: [String: JSONValue]?, table: RealtimeTable) -> Bool {
         guard let image else { return true }
         for condition in conditions where !condition.negated && (condition.op == .eq || condition.op == .in) {
             guard let type = table.column(condition.column)?.type, let value = image[condition.column] else { continue }

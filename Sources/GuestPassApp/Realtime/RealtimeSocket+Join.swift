@@ -145,16 +145,9 @@ extension RealtimeSocket {
         }
         // A role that cannot read the table is subscribed all the same and receives nothing, as on Supabase: an error
         // here would make supabase-py rejoin forever.
-        let conditions: [RealtimeCondition]
+        let conditions: [RealtimeFilter.Condition]
         do {
-            conditions = try binding.parsedFilter().conditions.map { condition in
-                switch condition.value {
-                case .single(let value):
-                    RealtimeCondition(column: condition.column, op: .init(condition.op), negated: condition.negated, values: [value])
-                case .list(let values):
-                    RealtimeCondition(column: condition.column, op: .init(condition.op), negated: condition.negated, values: values)
-                }
-            }
+            conditions = try binding.parsedFilter().conditions
         } catch {
             return .failure(RealtimeRefusal("Invalid filter: \(error)"))
         }
@@ -208,19 +201,4 @@ extension RealtimeSocket {
 struct RealtimeRefusal: Error {
     let message: String
     init(_ message: String) { self.message = message }
-}
-
-extension RealtimeCondition.Operator {
-    /// The store's operator for a parsed filter's.
-    init(_ op: RealtimeFilter.Operator) {
-        switch op {
-        case .eq: self = .eq
-        case .neq: self = .neq
-        case .lt: self = .lt
-        case .lte: self = .lte
-        case .gt: self = .gt
-        case .gte: self = .gte
-        case .in: self = .in
-        }
-    }
 }

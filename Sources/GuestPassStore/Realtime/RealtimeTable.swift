@@ -50,9 +50,6 @@ public struct RealtimeTable: Sendable {
 
     /// The column named `name`, if the table has it.
     public func column(_ name: String) -> Column? { self.columns.first { $0.name == name } }
-
-    /// The `table.column` key of the table.
-    public var qualifiedName: String { self.schema + "." + self.name }
 }
 
 /// A cache of `RealtimeTable` per (schema, table, role), read from the catalogs on first use and again after
@@ -86,11 +83,6 @@ public final class RealtimeTables: Sendable {
         let table = try await self.load(schema: schema, name: name, role: role)
         self.entries.withLockedValue { $0[key] = Entry(table: table, loadedAt: now) }
         return table
-    }
-
-    /// Forgets every cached table (after `NOTIFY pgrst, 'reload schema'` or a publication change).
-    public func invalidate() {
-        self.entries.withLockedValue { $0.removeAll() }
     }
 
     private func load(schema: String, name: String, role: DatabaseRole) async throws -> RealtimeTable? {

@@ -1,35 +1,18 @@
 public import GuestPassPostgres
+public import RealtimeProtocol
 
-/// One condition of a `postgres_changes` filter (`column=op.value`), already parsed; the value is cast to the
-/// column's type inside PostgreSQL, so `id=eq.5` on an `int8` compares numbers and `at=gt.2026-01-01` compares times.
-public struct RealtimeCondition: Sendable, Hashable {
-    /// The classic Realtime operators.
-    public enum Operator: String, Sendable, Hashable, CaseIterable {
-        case eq, neq, lt, lte, gt, gte, `in`
-
-        var sql: String {
-            switch self {
-            case .eq, .in: "="
-            case .neq: "<>"
-            case .lt: "<"
-            case .lte: "<="
-            case .gt: ">"
-            case .gte: ">="
-            }
+extension RealtimeFilter.Operator {
+    /// The comparison in SQL; the value is cast to the column's type inside PostgreSQL, so `id=eq.5` on an `int8`
+    /// compares numbers and `at=gt.2026-01-01` compares times (`in` compares with `= any(…)`).
+    var sql: String {
+        switch self {
+        case .eq, .in: "="
+        case .neq: "<>"
+        case .lt: "<"
+        case .lte: "<="
+        case .gt: ">"
+        case .gte: ">="
         }
-    }
-
-    public let column: String
-    public let op: Operator
-    public let negated: Bool
-    /// One value, or the list of `in`.
-    public let values: [String]
-
-    public init(column: String, op: Operator, negated: Bool = false, values: [String]) {
-        self.column = column
-        self.op = op
-        self.negated = negated
-        self.values = values
     }
 }
 
@@ -59,7 +42,7 @@ public enum RealtimeVisibility {
 
     /// Builds the check of `images` (JSON objects, as captured) against `table`'s policies for its role and against
     /// each condition list of `filters` (a list is ANDed; an empty list always passes).
-    public static func statement(table: RealtimeTable, images: [String], filters: [[RealtimeCondition]]) -> PostgresStatement {
+    public static func statement(table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]) -> PostgresStatement {
         var parameters: [any PostgresEncodable] = ["[" + images.joined(separator: ",") + "]"]
         let alias = RPCStatement.quoted(table.name)
         var columns = ["\"gp$ord\"::int4", "COALESCE((\(self.policyExpression(table))), false)"]
@@ -103,7 +86,7 @@ public enum RealtimeVisibility {
 
     /// Runs the check as `identity` (read-only, with the short statement timeout).
     public static func check(
-        pool: PostgresPool, identity: RequestIdentity, table: RealtimeTable, images: [String], filters: [[RealtimeCondition]]
+        pool: PostgresPool, identity: RequestIdentity, table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]
     ) async throws -> RealtimeVerdicts {
         guard table.readable, !images.isEmpty else {
             return RealtimeVerdicts(
@@ -131,7 +114,7 @@ public enum RealtimeVisibility {
 
     /// Checks that each condition's value(s) cast to its column's type, as the login role (no table is read).
     /// Returns nil when they do, else PostgreSQL's message (`invalid input syntax for type uuid: "x"`).
-    public static func validateValues(pool: PostgresPool, table: RealtimeTable, conditions: [RealtimeCondition]) async throws -> String? {
+    public static func validateValues(pool: PostgresPool, table: RealtimeTable, conditions: [RealtimeFilter.Condition]) async throws -> String? {
         guard !conditions.isEmpty else { return nil }
         var parameters: [any PostgresEncodable] = []
         let casts = conditions.map { condition -> String in
