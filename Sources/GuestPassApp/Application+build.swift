@@ -17,8 +17,10 @@ public func buildApplication(
     let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
     let tokens = try configuration.tokens
     let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
+    // One authenticator (and API-key cache) for the routes and the Realtime socket's upgrade.
+    let authenticator = Authenticator(keys: APIKeyResolver(functions: ServerFunctions(pool: pool)), tokens: tokens)
     let router = buildRouter(
-        pool: pool, readPool: readPool, tokens: tokens, catalog: catalog,
+        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
@@ -36,7 +38,6 @@ public func buildApplication(
     }
     // The Realtime socket's upgrade is decided by a router of its own; what it refuses falls through to `router`.
     let webSocketRouter = Router(context: AppRequestContext.self)
-    let authenticator = Authenticator(keys: APIKeyResolver(functions: ServerFunctions(pool: pool)), tokens: tokens)
     RealtimeRoutes(services: realtime, authenticator: authenticator).registerUpgrade(on: webSocketRouter)
     return Application(
         router: router,
@@ -56,7 +57,8 @@ public func buildApplication(
 /// Builds the router: every route of the service. `readPool` (a streaming replica) serves read-only RPC; nil sends
 /// everything to `pool`.
 func buildRouter(
-    pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, catalog: SchemaCache, deviceCheck: DeviceCheckClients,
+    pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, authenticator: Authenticator, catalog: SchemaCache,
+    deviceCheck: DeviceCheckClients,
     apple: AppleVerifiers,
     readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void, maxRows: Int = 1000
 ) -> Router<AppRequestContext> {
@@ -66,7 +68,6 @@ func buildRouter(
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)
-    let authenticator = Authenticator(keys: APIKeyResolver(functions: functions), tokens: tokens)
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
