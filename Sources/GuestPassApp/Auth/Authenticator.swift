@@ -1,5 +1,4 @@
 import Foundation
-import GuestPassCrypto
 import GuestPassPostgres
 import HTTPTypes
 import Hummingbird
@@ -34,14 +33,14 @@ struct Authenticator: Sendable {
         if bearer == key { return Caller(grant: grant, token: nil, clientAddress: clientAddress) }
         let token: VerifiedAccessToken
         do {
-            token = try self.tokens.verifyAccessToken(bearer)
-        } catch let error as JWTError {
-            throw APIError.unauthorized(error.reason == .expired ? GoTrueCode.tokenExpired : "bad_jwt", "Invalid or expired access token")
+            token = try self.tokens.accessToken(bearer, ofApp: grant.appID)
         } catch {
-            throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
-        }
-        guard token.appID == grant.appID else {
-            throw APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
+            switch error {
+            case .expired: throw APIError.unauthorized(GoTrueCode.tokenExpired, "Invalid or expired access token")
+            case .invalid: throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid or expired access token")
+            case .malformed: throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
+            case .otherApp: throw APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
+            }
         }
         return Caller(grant: grant, token: token, clientAddress: clientAddress)
     }

@@ -65,6 +65,33 @@ struct TokenService: Sendable {
         return result
     }
 
+    /// Why a bearer token gives no access to an app (`accessToken(_:ofApp:)`).
+    enum AccessTokenRefusal: Error {
+        /// Signed by us, but past its `exp` (with the verifier's leeway).
+        case expired
+        /// A JWT that fails verification (signature, algorithm, claims).
+        case invalid
+        /// Not a JWT at all, or claims that do not decode.
+        case malformed
+        /// Valid, but of another app than the API key's.
+        case otherApp
+    }
+
+    /// The access token `bearer`, verified and issued for `app`: the one check that the REST routes (`Authenticator`)
+    /// and Realtime's joins and token refreshes make of a bearer token.
+    func accessToken(_ bearer: String, ofApp app: UUID) throws(AccessTokenRefusal) -> VerifiedAccessToken {
+        let token: VerifiedAccessToken
+        do {
+            token = try self.verifyAccessToken(bearer)
+        } catch let error as JWTError {
+            throw error.reason == .expired ? .expired : .invalid
+        } catch {
+            throw .malformed
+        }
+        guard token.appID == app else { throw .otherApp }
+        return token
+    }
+
     // MARK: Refresh tokens
 
     func refreshToken(session: UUID, counter: Int) -> String {

@@ -1,5 +1,4 @@
 import Foundation
-import GuestPassCrypto
 import GuestPassJSON
 import GuestPassPostgres
 import GuestPassStore
@@ -97,13 +96,14 @@ extension RealtimeSocket {
         }
         let verified: VerifiedAccessToken
         do {
-            verified = try self.services.tokens.verifyAccessToken(token)
-        } catch let error as JWTError where error.reason == .expired {
-            return .failure(RealtimeRefusal("Token has expired"))
+            verified = try self.services.tokens.accessToken(token, ofApp: self.grant.appID)
         } catch {
-            return .failure(RealtimeRefusal("Invalid access token"))
+            switch error {
+            case .expired: return .failure(RealtimeRefusal("Token has expired"))
+            case .invalid, .malformed: return .failure(RealtimeRefusal("Invalid access token"))
+            case .otherApp: return .failure(RealtimeRefusal("The access token belongs to another app"))
+            }
         }
-        guard verified.appID == self.grant.appID else { return .failure(RealtimeRefusal("The access token belongs to another app")) }
         // The verifier's leeway is for clock skew on requests; a channel would only be closed a second later.
         let now = Int(Date().timeIntervalSince1970)
         guard verified.expiresAt > now else { return .failure(RealtimeRefusal("Token has expired \(now - verified.expiresAt) seconds ago")) }
