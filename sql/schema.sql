@@ -604,20 +604,6 @@ CREATE FUNCTION guestpass.realtime_capture() RETURNS trigger
 COMMENT ON FUNCTION guestpass.realtime_capture() IS 'GuestPass internal: the row trigger guestpass_realtime_capture (AFTER … FOR EACH ROW) that guestpass_server.realtime_sync() puts on each table of the supabase_realtime publication, for UPDATE (and for every published event on a partitioned table, a partition or a table with inheritance parents or children): one row in guestpass.realtime_changes per changed row (kind = TG_OP, schema and table, record = the new row and old_record = the full old row as JSON, app_id = the row''s app_id when it is a uuid, else null). Never refuses a write because of the row: a row image jsonb cannot hold (over 255 MB) is captured as null.';
 
 --
--- Name: realtime_capture_state(); Type: FUNCTION; Schema: guestpass; Owner: -
---
-
-CREATE FUNCTION guestpass.realtime_capture_state() RETURNS TABLE(table_oid oid, wanted boolean, present boolean, current boolean)
-    LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/13_realtime.sql, sha256 af2af9421acecc04 $$;
-
---
--- Name: FUNCTION realtime_capture_state(); Type: COMMENT; Schema: guestpass; Owner: -
---
-
-COMMENT ON FUNCTION guestpass.realtime_capture_state() IS 'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas never) or carrying a capture trigger (present), and whether it carries exactly the wanted capture triggers, each current (guestpass.realtime_capture_triggers).';
-
---
 -- Name: realtime_capture_statement(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -636,9 +622,9 @@ COMMENT ON FUNCTION guestpass.realtime_capture_statement() IS 'GuestPass interna
 -- Name: realtime_capture_triggers(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.realtime_capture_triggers() RETURNS TABLE(table_oid oid, trigger_name name, wanted boolean, present boolean, current boolean, definition text)
+CREATE FUNCTION guestpass.realtime_capture_triggers() RETURNS TABLE(table_oid oid, trigger_name name, wanted boolean, current boolean, definition text)
     LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/13_realtime.sql, sha256 62cd18aecdc84820 $$;
+    AS $$ -- body in sql/migrations/repeatable/13_realtime.sql, sha256 1bc2467a70a8bcbe $$;
 
 --
 -- Name: FUNCTION realtime_capture_triggers(); Type: COMMENT; Schema: guestpass; Owner: -
@@ -1210,7 +1196,7 @@ COMMENT ON FUNCTION guestpass_server.realtime_prune(p_retention interval) IS 'Gu
 CREATE FUNCTION guestpass_server.realtime_sync() RETURNS TABLE(schema_name text, table_name text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/13_realtime.sql, sha256 23f88fe8a52f1681 $$;
+    AS $$ -- body in sql/migrations/repeatable/13_realtime.sql, sha256 1b3c546ed75c4433 $$;
 
 --
 -- Name: FUNCTION realtime_sync(); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -3362,12 +3348,6 @@ REVOKE ALL ON FUNCTION guestpass.realtime_app_id(p_image jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.realtime_capture() FROM PUBLIC;
-
---
--- Name: FUNCTION realtime_capture_state(); Type: ACL; Schema: guestpass; Owner: -
---
-
-REVOKE ALL ON FUNCTION guestpass.realtime_capture_state() FROM PUBLIC;
 
 --
 -- Name: FUNCTION realtime_capture_statement(); Type: ACL; Schema: guestpass; Owner: -

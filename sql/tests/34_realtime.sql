@@ -862,7 +862,6 @@ select is(
     array[
         'guestpass.realtime_app_id(jsonb) ',
         'guestpass.realtime_capture() ',
-        'guestpass.realtime_capture_state() ',
         'guestpass.realtime_capture_statement() ',
         'guestpass.realtime_capture_triggers() ',
         'guestpass.realtime_image(anyelement) ',

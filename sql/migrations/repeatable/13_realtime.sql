@@ -206,7 +206,7 @@ comment on function guestpass.realtime_capture_statement() is
 -- they follow their root), whether it is current (present as wanted: its events, row or statement, transition table
 -- and function, not disabled), and the statement that creates it as wanted.
 create or replace function guestpass.realtime_capture_triggers()
-    returns table (table_oid oid, trigger_name name, wanted boolean, present boolean, current boolean, definition text)
+    returns table (table_oid oid, trigger_name name, wanted boolean, current boolean, definition text)
     language sql stable as $$
     with publication as (
         select p.pubinsert, p.pubupdate, p.pubdelete,
@@ -255,7 +255,7 @@ create or replace function guestpass.realtime_capture_triggers()
                            'guestpass_realtime_capture_delete')
           and t.tgparentid = 0
     )
-    select coalesce(w.oid, p.oid), coalesce(w.name, p.name), w.oid is not null, p.oid is not null,
+    select coalesce(w.oid, p.oid), coalesce(w.name, p.name), w.oid is not null,
            coalesce(p.tgtype = w.tgtype and p.tgfoid = w.function and p.tgenabled <> 'D'
                     and p.tgoldtable is not distinct from w.old_table and p.tgnewtable is not distinct from w.new_table,
                     false),
@@ -277,21 +277,6 @@ comment on function guestpass.realtime_capture_triggers() is
     '_insert, _delete) that a table published in supabase_realtime should carry (wanted; GuestPass''s own schemas '
     'never) or carries (present); current when present as wanted (events, row or statement, transition table, '
     'function, enabled); definition: the create or replace trigger statement of a wanted one.';
-
--- The same per table: wanted (published), present (carries a capture trigger), current (carries exactly the wanted
--- ones, each current).
-create or replace function guestpass.realtime_capture_state()
-    returns table (table_oid oid, wanted boolean, present boolean, current boolean)
-    language sql stable as $$
-    select t.table_oid, pg_catalog.bool_or(t.wanted), pg_catalog.bool_or(t.present), pg_catalog.bool_and(t.current)
-    from guestpass.realtime_capture_triggers() as t
-    group by t.table_oid
-$$;
-
-comment on function guestpass.realtime_capture_state() is
-    'GuestPass internal (realtime_sync): each table published in supabase_realtime (wanted; GuestPass''s own schemas '
-    'never) or carrying a capture trigger (present), and whether it carries exactly the wanted capture triggers, each '
-    'current (guestpass.realtime_capture_triggers).';
 
 -- Which tables are captured. Idempotent; changes nothing (and takes no table lock) when the triggers already match the
 -- publication. Runs serialised (an advisory transaction lock, waited for up to 30 s: migrate and every server replica
@@ -348,10 +333,11 @@ begin
 
     return query
         select n.nspname::text, c.relname::text
-        from guestpass.realtime_capture_state() as s
-        join pg_catalog.pg_class as c on c.oid = s.table_oid
+        from guestpass.realtime_capture_triggers() as t
+        join pg_catalog.pg_class as c on c.oid = t.table_oid
         join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
-        where s.wanted and s.current
+        group by n.nspname, c.relname
+        having pg_catalog.bool_or(t.wanted) and pg_catalog.bool_and(t.current)
         order by 1, 2;
 end
 $$;
@@ -659,7 +645,7 @@ alter table guestpass.realtime_presence enable row level security, force row lev
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function guestpass.realtime_app_id(jsonb), guestpass.realtime_image(anyelement),
     guestpass.realtime_capture(), guestpass.realtime_capture_statement(), guestpass.realtime_capture_triggers(),
-    guestpass.realtime_capture_state(), guestpass_server.realtime_sync(), guestpass_server.realtime_poll(pg_snapshot),
+    guestpass_server.realtime_sync(), guestpass_server.realtime_poll(pg_snapshot),
     guestpass_server.realtime_prune(interval), guestpass_server.realtime_broadcast(uuid, text, text, jsonb, uuid),
     guestpass.realtime_presence_meta(jsonb, text),
     guestpass_server.realtime_presence_track(uuid, text, text, uuid, text, jsonb, interval),
