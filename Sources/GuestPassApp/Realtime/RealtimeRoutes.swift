@@ -75,20 +75,24 @@ struct RealtimeRoutes {
         do {
             router.get(Self.path) { request, context -> Response in
                 _ = try await authenticator.authenticate(request, context)
-                guard RealtimeVersion(vsn: request.uri.queryParameters["vsn"].map(String.init)) != nil else {
-                    throw APIError(.badRequest, code: GoTrueCode.realtimeUnsupportedVersion, message: "Unsupported vsn: use 1.0.0 or 2.0.0")
-                }
+                _ = try Self.version(of: request)
                 throw APIError(.upgradeRequired, code: GoTrueCode.realtimeUpgradeRequired, message: "This endpoint speaks WebSocket only")
             }
         }
     }
 
-    /// The caller (API key only) and framing of an upgrade request, or the error that refuses it.
-    private func admission(_ request: Request, _ context: AppRequestContext) async throws -> (Caller, RealtimeVersion) {
-        let caller = try await self.authenticator.authenticate(request, context)
+    /// The framing a request asks for with `vsn` (absent: 1.0.0), or a 400.
+    private static func version(of request: Request) throws -> RealtimeVersion {
         guard let version = RealtimeVersion(vsn: request.uri.queryParameters["vsn"].map(String.init)) else {
             throw APIError(.badRequest, code: GoTrueCode.realtimeUnsupportedVersion, message: "Unsupported vsn: use 1.0.0 or 2.0.0")
         }
+        return version
+    }
+
+    /// The caller (API key only) and framing of an upgrade request, or the error that refuses it.
+    private func admission(_ request: Request, _ context: AppRequestContext) async throws -> (Caller, RealtimeVersion) {
+        let caller = try await self.authenticator.authenticate(request, context)
+        let version = try Self.version(of: request)
         if self.services.hub.wouldRefuse(address: caller.clientAddress, app: caller.appID) {
             RealtimeMetrics.refused("connections")
             throw APIError(.tooManyRequests, code: GoTrueCode.realtimeTooManyConnections, message: "Too many connections")
