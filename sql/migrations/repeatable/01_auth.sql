@@ -101,8 +101,8 @@ grant usage on schema auth to anon, authenticated, service_role;
 grant usage on schema guestpass_server to anon, authenticated, service_role, guestpass_authenticator;
 
 create or replace function auth.jwt()
-returns jsonb
-language sql stable as $$
+    returns jsonb
+    language sql stable as $$
     select case
         when pg_catalog.jsonb_typeof(nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb) = 'object'
         then nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb
@@ -136,35 +136,35 @@ comment on function auth.claim_uuid(text) is
     'value at about half the cost of a parse (0042).';
 
 create or replace function auth.uid()
-returns uuid
-language sql stable as $$ select auth.claim_uuid('sub') $$;
+    returns uuid
+    language sql stable as $$ select auth.claim_uuid('sub') $$;
 
 comment on function auth.uid() is
     'The caller''s user id (claim sub), or null. Policies should call it as (select auth.uid()).';
 
 create or replace function auth.role()
-returns text
-language sql stable as $$ select nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> 'role' $$;
+    returns text
+    language sql stable as $$ select nullif(pg_catalog.current_setting('request.jwt.claims', true), '')::jsonb ->> 'role' $$;
 
 comment on function auth.role() is
     'The caller''s role claim (anon, authenticated, service_role), or null. Inlinable: one expression, no SET clause.';
 
 create or replace function auth.device_id()
-returns uuid
-language sql stable as $$ select auth.claim_uuid('device_id') $$;
+    returns uuid
+    language sql stable as $$ select auth.claim_uuid('device_id') $$;
 
 comment on function auth.device_id() is
     'The caller''s device: the public id of a public.devices row (claim device_id), or null.';
 
 create or replace function auth.app_id()
-returns uuid
-language sql stable as $$ select auth.claim_uuid('app_id') $$;
+    returns uuid
+    language sql stable as $$ select auth.claim_uuid('app_id') $$;
 
 comment on function auth.app_id() is 'The caller''s app, a guestpass.apps id (claim app_id), or null.';
 
 create or replace function guestpass.clock()
-returns timestamptz
-language sql stable as $$
+    returns timestamptz
+    language sql stable as $$
     select coalesce(
         nullif(pg_catalog.current_setting('guestpass.clock_override', true), '')::timestamptz,
         pg_catalog.now()
@@ -178,8 +178,8 @@ comment on function guestpass.clock() is
     'and the updated_at trigger, which may run as a request role, keep now(). Inlinable: one expression, no SET clause.';
 
 create or replace function guestpass.iso_utc(p_at timestamptz)
-returns text
-language sql stable as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
+    returns text
+    language sql stable as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
 
 comment on function guestpass.iso_utc(timestamptz) is
     'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the '
@@ -236,8 +236,8 @@ comment on function guestpass.require_app() is
     'because its refuser (guestpass.refuse_caller) is.';
 
 create or replace function guestpass.require_user_and_app(out user_id uuid, out app_id uuid)
-returns record
-language plpgsql stable set search_path = '' as $$
+    returns record
+    language plpgsql stable set search_path = '' as $$
 begin
     user_id := auth.uid();
     app_id := auth.app_id();
@@ -252,8 +252,8 @@ comment on function guestpass.require_user_and_app() is
     '42501 ''no user or app in the request claims'' unless both are present. Does not check that they exist.';
 
 create or replace function guestpass.require_app_user(p_user_id uuid)
-returns uuid
-language plpgsql stable security definer set search_path = '' as $$
+    returns uuid
+    language plpgsql stable security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
 begin

@@ -3,8 +3,8 @@
 
 -- API keys: which app a request belongs to.
 create or replace function guestpass_server.resolve_api_key(p_key_hash text)
-returns table (app_id uuid, kind text)
-language sql stable security definer set search_path = '' as $$
+    returns table (app_id uuid, kind text)
+    language sql stable security definer set search_path = '' as $$
     select k.app_id, k.kind
     from guestpass.api_keys as k
     where k.key_hash = p_key_hash and k.revoked_at is null

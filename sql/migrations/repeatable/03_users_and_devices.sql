@@ -37,8 +37,8 @@ create policy devices_select_own on public.devices for select to authenticated
 comment on policy devices_select_own on public.devices is 'A caller reads only its own devices, in its own app.';
 
 create or replace function guestpass.set_updated_at()
-returns trigger
-language plpgsql set search_path = '' as $$
+    returns trigger
+    language plpgsql set search_path = '' as $$
 begin
     new.updated_at := pg_catalog.now();
     return new;

@@ -14,8 +14,8 @@
 -- reads it. Answers and errors are unchanged (pgTAP 07 and the e2e account, profile and code tests cover each caller).
 
 create or replace function guestpass.session_is_live(p_user uuid)
-returns boolean
-language sql stable set search_path = '' as $$
+    returns boolean
+    language sql stable set search_path = '' as $$
     select exists (
         select 1
         from guestpass.sessions as s
@@ -35,20 +35,20 @@ create or replace function guestpass_server.refresh_session(
     p_next_token_hash text,
     p_reuse_window_seconds double precision
 )
-returns table (
-    status text,
-    user_id uuid,
-    device_id uuid,
-    session_id uuid,
-    active_counter integer,
-    is_anonymous boolean,
-    email text,
-    user_metadata jsonb,
-    app_metadata jsonb,
-    created_at timestamptz,
-    updated_at timestamptz
-)
-language plpgsql volatile security definer set search_path = '' as $$
+    returns table (
+        status text,
+        user_id uuid,
+        device_id uuid,
+        session_id uuid,
+        active_counter integer,
+        is_anonymous boolean,
+        email text,
+        user_metadata jsonb,
+        app_metadata jsonb,
+        created_at timestamptz,
+        updated_at timestamptz
+    )
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz;
@@ -135,8 +135,8 @@ comment on function guestpass_server.refresh_session(uuid, integer, text, text, 
     'GuestPass server: refresh-token rotation with GoTrue''s rules, in the caller''s app (claim app_id). The server passes the session id and counter it read from the token, the token''s hash, and the hash of the token for counter + 1. Always returns one row; status is: rotated (the active token: revoked, counter + 1 issued, active_counter = the new counter); reused (the parent of the active token, at any age, or an older token revoked at most p_reuse_window_seconds ago: nothing changes, the server re-derives the token of active_counter); refresh_token_already_used (an older token outside the window: the session and all its tokens are revoked, and committed); refresh_token_not_found (unknown hash, or not that session and counter); session_not_found (no such session in the app, or revoked). The user columns are set only for rotated and reused. Concurrent refreshes of one session are serialised by a row lock. Time is guestpass.clock(): it stamps revoked_at, refreshed_at and the device''s last_seen_at, and the reuse window is revoked_at + p_reuse_window_seconds >= guestpass.clock(). Raises 42501 without an app claim, 22023 on an invalid next hash or window.';
 
 create or replace function guestpass_server.sign_out(p_scope text)
-returns integer
-language plpgsql volatile security definer set search_path = '' as $$
+    returns integer
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

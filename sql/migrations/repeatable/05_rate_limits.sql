@@ -58,8 +58,8 @@ create or replace function guestpass.bucket_tokens(
     p_capacity integer,
     p_refill_per_second double precision
 )
-returns double precision
-language sql immutable as $$
+    returns double precision
+    language sql immutable as $$
     select least(
         p_capacity::double precision,
         p_tokens + greatest(extract(epoch from p_now - p_updated_at)::double precision, 0) * p_refill_per_second
@@ -95,8 +95,8 @@ comment on function guestpass.check_rate_limit_arguments(text, integer, double p
     'refuser (guestpass.refuse_argument) is (0042).';
 
 create or replace function guestpass.raise_rate_limited(p_wait_seconds double precision)
-returns void
-language plpgsql stable set search_path = '' as $$
+    returns void
+    language plpgsql stable set search_path = '' as $$
 begin
     if p_wait_seconds > 0 then
         raise exception using errcode = 'PT429', message = 'rate limit exceeded',
@@ -111,8 +111,8 @@ comment on function guestpass.raise_rate_limited(double precision) is
     'turns it into HTTP 429 with Retry-After.';
 
 create or replace function guestpass.peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
-returns double precision
-language plpgsql stable security definer set search_path = '' as $$
+    returns double precision
+    language plpgsql stable security definer set search_path = '' as $$
 declare
     v_now timestamptz := guestpass.clock();
     v_tokens double precision;
@@ -139,8 +139,8 @@ comment on function guestpass.peek_rate_limit(text, integer, double precision) i
 
 -- 1. A refused take locks nothing.
 create or replace function guestpass.take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
-returns double precision
-language plpgsql volatile security definer set search_path = '' as $$
+    returns double precision
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_now timestamptz := guestpass.clock();
 begin
@@ -191,8 +191,8 @@ comment on function guestpass.take_rate_limit(text, integer, double precision) i
     '0.14 of a token of the per-app sign-up bucket for a 50 ms sign-up.';
 
 create or replace function guestpass.enforce_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision)
-returns void
-language sql volatile set search_path = '' as $$
+    returns void
+    language sql volatile set search_path = '' as $$
     select guestpass.raise_rate_limited(guestpass.take_rate_limit(p_bucket, p_capacity, p_refill_per_second))
 $$;
 
@@ -226,7 +226,7 @@ create or replace function guestpass.shard_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_shards integer, p_shard integer,
     p_take boolean
 ) returns double precision
-language sql as $$
+    language sql as $$
     select case
         when p_take then guestpass.take_rate_limit(
             p_bucket || ':' || p_shard, guestpass.shard_capacity(p_capacity, p_shards, p_shard),
@@ -247,7 +247,7 @@ comment on function guestpass.shard_rate_limit(text, integer, double precision, 
 create or replace function guestpass.sharded_rate_limit(
     p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean
 ) returns double precision
-language plpgsql as $$
+    language plpgsql as $$
 declare
     v_shards integer;
     v_shard integer;

@@ -89,8 +89,8 @@
 -- each scans its table once, here, under the migration's lock.
 
 create or replace function guestpass.take_signup_limits(p_app uuid, p_client_address text)
-returns void
-language plpgsql set search_path = '' as $$
+    returns void
+    language plpgsql set search_path = '' as $$
 begin
     perform guestpass.take_signup_tokens(
         p_app, p_client_address,
@@ -114,8 +114,8 @@ create or replace function guestpass.take_signup_tokens(
     p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision,
     p_app_capacity integer, p_app_refill_per_second double precision
 )
-returns void
-language plpgsql as $$
+    returns void
+    language plpgsql as $$
 declare
     v_now timestamptz := guestpass.clock();
     v_ip_bucket text;
@@ -182,8 +182,8 @@ comment on function guestpass.take_signup_tokens(uuid, text, integer, double pre
     'rights (only SECURITY DEFINER functions of the owner call it).';
 
 create or replace function guestpass.ensure_guest_device(p_app uuid, p_secret_hash text, p_user_metadata jsonb)
-returns table (user_id uuid, device_id uuid, created boolean)
-language plpgsql security definer set search_path = '' as $$
+    returns table (user_id uuid, device_id uuid, created boolean)
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_new_user uuid := gen_random_uuid();
     v_new_device uuid := gen_random_uuid();
@@ -254,11 +254,11 @@ create or replace function guestpass_server.sign_up_guest(
     p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision,
     p_user_agent text, p_session_id uuid, p_refresh_token_hash text
 )
-returns table (
-    user_id uuid, device_id uuid, session_id uuid, is_anonymous boolean, email text, user_metadata jsonb,
-    app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz, created boolean
-)
-language plpgsql security definer set search_path = '' as $$
+    returns table (
+        user_id uuid, device_id uuid, session_id uuid, is_anonymous boolean, email text, user_metadata jsonb,
+        app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz, created boolean
+    )
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -367,8 +367,8 @@ comment on function guestpass_server.sign_up_guest(
     'or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 create or replace function public.create_guest_user(p_device_id uuid)
-returns uuid
-language plpgsql volatile security definer set search_path = '' as $$
+    returns uuid
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_hash text;

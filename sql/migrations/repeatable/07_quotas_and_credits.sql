@@ -104,8 +104,8 @@
 -- its own: a consume never decides on a day read before the lock.
 
 create or replace function guestpass.quota_resets_at(p_timezone text, p_at timestamptz)
-returns timestamptz
-language sql stable as $$
+    returns timestamptz
+    language sql stable as $$
     select pg_catalog.timezone(p_timezone, (pg_catalog.timezone(p_timezone, p_at)::date + 1)::timestamp)
 $$;
 
@@ -149,8 +149,8 @@ create or replace function guestpass.quota_json(
     p_premium boolean,
     p_resets_at timestamptz
 )
-returns jsonb
-language sql stable as $$
+    returns jsonb
+    language sql stable as $$
     select pg_catalog.jsonb_build_object(
         'quota_remaining', greatest(p_allowance - p_free_used, 0),
         'daily_limit', p_allowance,
@@ -168,8 +168,8 @@ comment on function guestpass.quota_json(integer, integer, integer, boolean, tim
 -- Runs as its caller, with its caller's search_path: it is called only by SECURITY DEFINER functions of its owner
 -- with search_path '' (get_quota, grant_credits, set_premium, set_timezone), and every name in it is qualified.
 create or replace function guestpass.quota_state(p_user uuid, p_at timestamptz)
-returns jsonb
-language plpgsql stable as $$
+    returns jsonb
+    language plpgsql stable as $$
 declare
     v_result jsonb;
 begin
@@ -299,8 +299,8 @@ comment on function public.consume_quota(uuid, text) is
     'request id is 22023.';
 
 create or replace function public.get_quota(p_user_id uuid default null)
-returns jsonb
-language plpgsql stable security definer set search_path = '' as $$
+    returns jsonb
+    language plpgsql stable security definer set search_path = '' as $$
 begin
     return guestpass.quota_state(guestpass.require_caller(p_user_id), guestpass.clock());
 end
@@ -318,8 +318,8 @@ create or replace function guestpass.apply_credit_change(
     p_reason text,
     p_idempotency_key text
 )
-returns integer
-language plpgsql volatile security definer set search_path = '' as $$
+    returns integer
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_app uuid;
     v_balance integer;
@@ -380,8 +380,8 @@ comment on function guestpass.apply_credit_change(uuid, integer, text, text) is
     'Raises 22023 on a zero change, a missing reason, an unknown user, or a balance that would go negative.';
 
 create or replace function guestpass.grant_credits_admin(p_user uuid, p_amount integer, p_reason text)
-returns integer
-language plpgsql volatile set search_path = '' as $$
+    returns integer
+    language plpgsql volatile set search_path = '' as $$
 begin
     if p_amount is null or p_amount <= 0 then
         raise exception 'the amount must be a positive integer' using errcode = '22023';
@@ -400,8 +400,8 @@ create or replace function public.grant_credits(
     p_reason text default 'grant',
     p_idempotency_key text default null
 )
-returns jsonb
-language plpgsql volatile security definer set search_path = '' as $$
+    returns jsonb
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_app_user(p_user_id);
 begin
@@ -423,8 +423,8 @@ comment on function public.grant_credits(uuid, integer, text, text) is
     '(get_quota''s object).';
 
 create or replace function public.set_premium(p_user_id uuid, p_premium boolean)
-returns jsonb
-language plpgsql volatile security definer set search_path = '' as $$
+    returns jsonb
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_app_user(p_user_id);
 begin
@@ -441,8 +441,8 @@ comment on function public.set_premium(uuid, boolean) is
     '(unmetered) or not. Returns the user''s quota (get_quota''s object).';
 
 create or replace function public.set_timezone(p_timezone text)
-returns jsonb
-language plpgsql volatile security definer set search_path = '' as $$
+    returns jsonb
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid := guestpass.require_caller(null);
 begin
@@ -461,8 +461,8 @@ comment on function public.set_timezone(text) is
     'end it had (guestpass.quota_day), so a change never adds a free allowance the same day.';
 
 create or replace function guestpass.check_credits_balance()
-returns trigger
-language plpgsql set search_path = '' as $$
+    returns trigger
+    language plpgsql set search_path = '' as $$
 declare
     v_last integer;
 begin
@@ -494,8 +494,8 @@ comment on function guestpass.check_credits_balance() is
 
 -- Time zones: IANA names only, checked on write.
 create or replace function guestpass.check_user_timezone()
-returns trigger
-language plpgsql set search_path = '' as $$
+    returns trigger
+    language plpgsql set search_path = '' as $$
 begin
     if new.timezone is null or new.timezone = 'UTC' then
         return new;  -- null: the NOT NULL constraint answers (23502); UTC: the default, skip the slow lookup

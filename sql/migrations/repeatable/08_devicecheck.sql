@@ -40,15 +40,15 @@
 -- transaction as the grant.
 
 create or replace function guestpass_server.app_devicecheck_settings()
-returns table (
-    team_id text,
-    key_id text,
-    key_path text,
-    environment text,
-    base_url text,
-    welcome_grant_credits integer
-)
-language sql stable security definer set search_path = '' as $$
+    returns table (
+        team_id text,
+        key_id text,
+        key_path text,
+        environment text,
+        base_url text,
+        welcome_grant_credits integer
+    )
+    language sql stable security definer set search_path = '' as $$
     select a.devicecheck_team_id, a.devicecheck_key_id, a.devicecheck_key_path, a.devicecheck_environment,
            a.devicecheck_base_url, a.welcome_grant_credits
     from guestpass.apps as a
@@ -61,8 +61,8 @@ comment on function guestpass_server.app_devicecheck_settings() is
     'when not configured.';
 
 create or replace function guestpass_server.devicecheck_begin(p_token_hash text)
-returns table (status text, claim_id uuid, pending_claim_id uuid)
-language plpgsql volatile security definer set search_path = '' as $$
+    returns table (status text, claim_id uuid, pending_claim_id uuid)
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -138,8 +138,8 @@ comment on function guestpass_server.devicecheck_begin(text) is
     'Raises 42501 without a known user and app in the claims.';
 
 create or replace function guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision)
-returns boolean
-language plpgsql volatile security definer set search_path = '' as $$
+    returns boolean
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;
@@ -179,8 +179,8 @@ comment on function guestpass_server.devicecheck_take_lease(uuid, double precisi
     'only) and refreshes the claim''s updated_at. Raises 42501 for a claim that is not a pending claim of the caller.';
 
 create or replace function guestpass_server.devicecheck_finish(p_claim_id uuid, p_outcome text)
-returns table (granted boolean, credits_granted integer, credits_balance integer)
-language plpgsql volatile security definer set search_path = '' as $$
+    returns table (granted boolean, credits_granted integer, credits_balance integer)
+    language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_user uuid;
     v_app uuid;

@@ -136,7 +136,7 @@ create or replace function guestpass_server.sign_in_with_identity(
     app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz,
     identities jsonb
 )
-language plpgsql security definer set search_path = '' as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();

@@ -287,7 +287,7 @@ create or replace function guestpass_server.redeem_account_code(
     status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb,
     app_metadata jsonb, created_at timestamptz, updated_at timestamptz, last_sign_in_at timestamptz
 )
-language plpgsql security definer set search_path = '' as $$
+    language plpgsql security definer set search_path = '' as $$
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
