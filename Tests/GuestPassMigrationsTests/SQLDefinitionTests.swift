@@ -31,44 +31,44 @@ private func duplicates(_ files: [(name: String, text: String)]) -> [String: [St
     return places.filter { $0.value.count > 1 }
 }
 
+/// Versioned files hold tables and data, never what a repeatable file re-applies.
+private func expectVersionedFilesHoldNoDefinitions(_ files: [(name: String, text: String)]) {
+    let repeatableKinds =
+        #/(?i)\bcreate\s+(?:or\s+replace\s+)?(?:function|procedure|trigger|constraint\s+trigger|policy|view)\b|\b(?:grant|revoke)\s+[a-z_ ,()]+\s+on\s+(?:function|table|schema)\b|\brow\s+level\s+security\b/#
+    #expect(files.contains { $0.name.hasPrefix("repeatable/") }, "the folder has repeatable files")
+    for file in files where !file.name.hasPrefix("repeatable/") {
+        #expect(file.text.firstMatch(of: repeatableKinds) == nil, "\(file.name) defines a function, trigger, policy, view, grant or RLS switch")
+    }
+}
+
+/// Repeatable files only create or replace (functions, triggers), and drop a policy before creating it.
+private func expectRepeatableFilesReplaceable(_ files: [(name: String, text: String)]) {
+    let plainCreate = #/(?i)\bcreate\s+(?:function|procedure|trigger|view|table|index|schema|type|sequence)\b/#
+    let policy = #/(?i)\bcreate\s+policy\s+([a-z_0-9]+)\s+on\s+([a-z_0-9.]+)/#
+    for file in files where file.name.hasPrefix("repeatable/") {
+        #expect(file.text.firstMatch(of: plainCreate) == nil, "\(file.name): a repeatable file uses create or replace, and no tables")
+        for match in file.text.matches(of: policy) {
+            let drop = "drop policy if exists \(match.1) on \(match.2);"
+            #expect(file.text.lowercased().contains(drop), "\(file.name): create policy \(match.1) needs `\(drop)` before it")
+        }
+    }
+}
+
 @Suite("One definition per SQL object in sql/")
 struct SQLDefinitionTests {
-    @Test("every core function is defined exactly once, in a repeatable file")
-    func coreFunctionsOnce() throws {
-        let files = try sqlFiles(sqlFolder.appendingPathComponent("migrations"))
-        #expect(files.contains { $0.name.hasPrefix("repeatable/") }, "the core has repeatable files")
+    /// The core (`sql/migrations`) and the example app (`sql/examples`) keep one split: tables in versioned files,
+    /// functions, policies and grants in repeatable ones, each function defined once.
+    @Test(
+        "each function is defined exactly once, in a repeatable file that only creates or replaces; versioned files hold tables",
+        arguments: [(folder: "migrations", functions: 80), (folder: "examples", functions: 10)]
+    )
+    func functionsOnceInRepeatableFiles(folder: String, functions: Int) throws {
+        let files = try sqlFiles(sqlFolder.appendingPathComponent(folder))
         let twice = duplicates(files)
         #expect(twice.isEmpty, "defined in more than one place: \(twice.sorted { $0.key < $1.key })")
-        #expect(files.flatMap { definedFunctions($0.text) }.count > 80, "the parser finds the core's functions")
-
-        // Versioned files hold tables and data, never what a repeatable file re-applies.
-        let repeatableKinds =
-            #/(?i)\bcreate\s+(?:or\s+replace\s+)?(?:function|procedure|trigger|constraint\s+trigger|policy|view)\b|\b(?:grant|revoke)\s+[a-z_ ,()]+\s+on\s+(?:function|table|schema)\b/#
-        for file in files where !file.name.hasPrefix("repeatable/") {
-            #expect(file.text.firstMatch(of: repeatableKinds) == nil, "\(file.name) defines a function, trigger, policy, view or grant")
-        }
-    }
-
-    @Test("repeatable files only create or replace: functions, triggers; a policy after its drop policy if exists")
-    func repeatableFilesAreReplaceable() throws {
-        let files = try sqlFiles(sqlFolder.appendingPathComponent("migrations")).filter { $0.name.hasPrefix("repeatable/") }
-        let plainCreate = #/(?i)\bcreate\s+(?:function|procedure|trigger|view|table|index|schema|type|sequence)\b/#
-        let policy = #/(?i)\bcreate\s+policy\s+([a-z_0-9]+)\s+on\s+([a-z_0-9.]+)/#
-        for file in files {
-            #expect(file.text.firstMatch(of: plainCreate) == nil, "\(file.name): a repeatable file uses create or replace, and no tables")
-            for match in file.text.matches(of: policy) {
-                let drop = "drop policy if exists \(match.1) on \(match.2);"
-                #expect(file.text.lowercased().contains(drop), "\(file.name): create policy \(match.1) needs `\(drop)` before it")
-            }
-        }
-    }
-
-    @Test("every function of the example app is defined exactly once")
-    func exampleFunctionsOnce() throws {
-        let files = try sqlFiles(sqlFolder.appendingPathComponent("examples"))
-        #expect(!files.isEmpty)
-        let twice = duplicates(files)
-        #expect(twice.isEmpty, "defined in more than one place: \(twice.sorted { $0.key < $1.key })")
+        #expect(files.flatMap { definedFunctions($0.text) }.count > functions, "the parser finds the folder's functions")
+        expectVersionedFilesHoldNoDefinitions(files)
+        expectRepeatableFilesReplaceable(files)
     }
 
     @Test("the parser sees a second definition")
@@ -84,16 +84,17 @@ struct SQLDefinitionTests {
         #expect(definedFunctions(files[1].text) == ["guestpass.f", "public.g"])
     }
 
-    @Test("applying every core repeatable file again changes nothing (they are idempotent)")
-    func coreRepeatableFilesAreIdempotent() async throws {
+    @Test("applying every repeatable file again, the core's and the example app's, changes nothing (they are idempotent)")
+    func repeatableFilesAreIdempotent() async throws {
         try await CoreRoles.ensure()
         let core = try MigrationSet.core()
+        let app = try MigrationSet.load(from: sqlFolder.appendingPathComponent("examples"), scope: .app)
         try await withEmptyDatabase { (_, pool) async throws in
-            _ = try await makeRunner(pool).up(core: core, app: nil)
+            _ = try await makeRunner(pool).up(core: core, app: app)
             let before = try await catalogFingerprint(pool)
             try await pool.withConnection { connection in
                 try await connection.run { connection in
-                    for file in core.repeatable {
+                    for file in core.repeatable + app.repeatable {
                         _ = try connection.transaction { try $0.executeScript(file.sql) }
                     }
                 }
@@ -101,6 +102,7 @@ struct SQLDefinitionTests {
             let after = try await catalogFingerprint(pool)
             #expect(before == after)
             #expect(before.count > 100)
+            #expect(before.contains { $0.hasPrefix("policy readings_select_own ") }, "the example app's repeatable files were applied")
         }
     }
 }
