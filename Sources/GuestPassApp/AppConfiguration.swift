@@ -30,6 +30,9 @@ public struct AppConfiguration: Sendable {
     /// The shortest time between two catalog reloads that a request naming an unknown function may cause
     /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
     public var catalogRetryInterval: Duration = .seconds(1)
+    /// How long a load of the schema cache is trusted before a request reloads it (default 30 s; `NOTIFY pgrst` and
+    /// SIGHUP reload it at once).
+    public var catalogTimeToLive: Duration = .seconds(30)
     /// The longest one call to Apple's Sign in with Apple endpoints may take, connecting included
     /// (`GUESTPASS_APPLE_TIMEOUT_MS`, milliseconds, default 5000, 100...60000). A refused connection or a name that does
     /// not resolve fails at once whatever this is (`AppleHTTP`).

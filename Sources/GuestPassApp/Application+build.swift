@@ -14,7 +14,9 @@ public func buildApplication(
     _ = try OpenAPIDocument.bundled.get()
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
     let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
-    let catalog = SchemaCache(pool: pool, schemas: configuration.exposedSchemas, retryInterval: configuration.catalogRetryInterval)
+    let catalog = SchemaCache(
+        pool: pool, schemas: configuration.exposedSchemas, timeToLive: configuration.catalogTimeToLive,
+        retryInterval: configuration.catalogRetryInterval)
     let tokens = try configuration.tokens
     let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
     // One authenticator (and API-key cache) for the routes and the Realtime socket's upgrade.

@@ -75,9 +75,12 @@ import NIOFoundationEssentialsCompat
 
             // A restart under load: 4 workers sign up guests, a new device each (bounded by count and time), until
             // well after it.
-            let owner = PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))
             let guests = "SELECT count(*)::int8 FROM public.users WHERE app_id = $1::uuid"
             let appID = try #require(stack.apps.first).appID
+            // Counted before the load starts, so that every guest the load creates is counted after.
+            let before = try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: stack.ownerURL))) {
+                try await $0.execute(guests, [appID]).rows[0].decode(Int.self, at: 0)
+            }
             let succeeded = ManagedCounter()
             let stop = ManagedAtomicFlag()
             let load = Task {
@@ -98,14 +101,12 @@ import NIOFoundationEssentialsCompat
                     return await group.reduce(into: []) { $0 += $1 }
                 }
             }
-            let before = try await withShutdown(owner) { owner in
-                let before = try await owner.execute(guests, [appID]).rows[0].decode(Int.self, at: 0)
+            do {
+                defer { stop.set() }
                 try #require(try await eventually(timeout: .seconds(30)) { succeeded.value >= 20 })
                 try cluster.restart()
                 let afterRestart = succeeded.value
                 try #require(try await eventually(timeout: .seconds(60)) { succeeded.value >= afterRestart + 20 })
-                stop.set()
-                return before
             }
             let attempts = await load.value
             let statuses = Set(attempts.map(\.status))
