@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassPostgres
+import GuestPassTestSupport
 import Testing
 
 @testable import GuestPassApp
@@ -41,6 +42,41 @@ import Testing
             #expect(catalog.loadCount == 1, "a loaded cache is left alone")
             try await catalog.reload()
             #expect(catalog.loadCount == 2, "a reload always loads")
+            await pool.shutdown()
+        }
+    }
+
+    /// A reload (NOTIFY, SIGHUP) asked for while a load runs is answered by a load that starts after it: the running one
+    /// may have read the catalog before the change the reload announces. All reloads asked for meanwhile share that one.
+    @Test func reloadsAskedDuringALoadGetOneLoadThatStartsAfterIt() async throws {
+        try await TestService.with(examples: true) { service in
+            var configuration = service.configuration.postgres
+            configuration.maxConnections = 1
+            let pool = PostgresPool(configuration: configuration)
+            let catalog = SchemaCache(pool: pool, schemas: ["public"])
+            // The pool's one connection is held, so the first load waits (started, counted) until it is released.
+            let holding = ManagedAtomicFlag()
+            let release = ManagedAtomicFlag()
+            let holder = Task {
+                try await pool.withConnection { _ in
+                    holding.set()
+                    while !release.isSet { try await Task.sleep(for: .milliseconds(10)) }
+                }
+            }
+            try #require(try await eventually(timeout: .seconds(10)) { holding.isSet })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await catalog.reload() }
+                try #require(try await eventually(timeout: .seconds(10)) { catalog.loadCount == 1 })
+                for _ in 0..<20 { group.addTask { try await catalog.reload() } }
+                try #require(try await eventually(timeout: .seconds(10)) { catalog.reloadsAsked == 21 })
+                #expect(catalog.loadCount == 1, "the later reloads wait for the running load to end")
+                release.set()
+                try await group.waitForAll()
+            }
+            try await holder.value
+            #expect(catalog.loadCount == 2, "the running load, then one load for the 20 reloads asked during it")
+            try await catalog.reload()
+            #expect(catalog.loadCount == 3, "a reload with no load running loads")
             await pool.shutdown()
         }
     }

@@ -60,31 +60,6 @@ import Testing
         }
     }
 
-    @Test func notifyPgrstReloadsTheSchemaCache() async throws {
-        try await TestService.with(examples: true) { configured in
-            // Only the NOTIFY may reload: a busy machine must not reach the cache's time-to-live mid-test.
-            var service = configured
-            service.configuration.catalogTimeToLive = .seconds(3600)
-            let tenant = try await service.createTenant()
-            let served = service
-            try await served.withServer { client in try await Self.staleUntilNotified(served, tenant, client) }
-        }
-    }
-
-    private static func staleUntilNotified(_ service: TestService, _ tenant: TestTenant, _ client: any TestClientProtocol) async throws {
-        let guest = try await RPCTests.guest(client, tenant)
-        #expect(try await Self.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
-        try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
-        let stale = try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#)
-        #expect(stale.status == .badRequest)
-        #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
-        try await service.owner.execute("NOTIFY pgrst, 'reload schema'")
-        let reloaded = try await eventually(timeout: .seconds(10)) {
-            try await Self.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
-        }
-        #expect(reloaded, "NOTIFY pgrst, 'reload schema' reloads the cache")
-    }
-
     @Test func theRolesStatementTimeoutApplies() async throws {
         try await TestService.with(examples: true) { service in
             let tenant = try await service.createTenant()

@@ -36,14 +36,22 @@ public struct RPCFunction: Sendable {
 /// and at once (at most once per `retryInterval`, a second by default) when a request names a function, signature or
 /// table it does not know, so new and changed objects are picked up after a migration without a restart; SIGHUP and
 /// `NOTIFY pgrst, 'reload schema'` (PostgREST's channel; `guestpass migrate up` sends it) reload it through the
-/// `SchemaReloadListener` service. Reloads are single-flight: callers that need one while it runs wait for it, so a
-/// burst of requests naming unknown functions costs one catalog query and one pool connection.
+/// `SchemaReloadListener` service. Loads are single-flight: requests that need one while it runs wait for it, so a
+/// burst of requests naming unknown functions costs one catalog query and one pool connection. An explicit `reload`
+/// (NOTIFY, SIGHUP) is only answered by a load that started after it was asked for, since a load already running may
+/// have read the catalog before the change the reload announces; every reload asked for during one load shares the one
+/// load that follows it.
 public final class SchemaCache: Sendable {
     private struct State {
         var functions: [String: [RPCFunction]] = [:]
         var relations = RelationCatalog()
         var loadedAt: ContinuousClock.Instant?
         var reloading: Task<Void, any Error>?
+        /// The explicit reloads the running load covers.
+        var reloadingCovers = 0
+        /// Explicit reloads asked for so far, and how many of them the last finished load covers (it started after them).
+        var reloadsAsked = 0
+        var reloadsCovered = 0
         /// Catalog queries run so far (tests).
         var loads = 0
     }
@@ -73,7 +81,7 @@ public final class SchemaCache: Sendable {
         let mayRetry = loadedAt.map { now - $0 >= self.retryInterval } ?? true
         if let cached, !stale, !mustReload { return cached }
         if cached == nil || mustReload, !stale, !mayRetry { return cached ?? [] }
-        try await self.reload()
+        try await self.loadShared(unlessLoaded: false)
         return self.state.withLockedValue { $0.functions[key] } ?? []
     }
 
@@ -85,41 +93,69 @@ public final class SchemaCache: Sendable {
         let stale = loadedAt.map { now - $0 > self.timeToLive } ?? true
         let mayRetry = loadedAt.map { now - $0 >= self.retryInterval } ?? true
         if !stale, catalog.relation(schema: schema, name: name) != nil || !mayRetry { return catalog }
-        try await self.reload()
+        try await self.loadShared(unlessLoaded: false)
         return self.state.withLockedValue { $0.relations }
     }
 
     /// Tables of the exposed schemas an API role can write while row-level security is off (as of the last load).
     public var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
 
-    /// Reloads the cache, or waits for the reload already running.
+    /// Reloads the cache: returns once a load that started after this call has finished (see the type's comment).
     public func reload() async throws {
-        try await self.reload(unlessLoaded: false)
+        let asked = self.state.withLockedValue { state in
+            state.reloadsAsked += 1
+            return state.reloadsAsked
+        }
+        while true {
+            let next: (task: Task<Void, any Error>, coversThisCall: Bool)? = self.state.withLockedValue { state in
+                if state.reloadsCovered >= asked { return nil }
+                if let running = state.reloading { return (running, state.reloadingCovers >= asked) }
+                return (self.startLoad(&state), true)
+            }
+            guard let next else { return }
+            do {
+                try await next.task.value
+            } catch  where !next.coversThisCall {
+                continue  // an earlier load failed: this call's own load comes next
+            }
+        }
     }
 
     /// Loads the cache unless a load has completed already (the server's start warms it: a request that got there first
     /// has loaded it, and a second load now could pick up a change that only a reload should bring), or waits for the
     /// load already running.
     public func loadIfNeverLoaded() async throws {
-        try await self.reload(unlessLoaded: true)
+        try await self.loadShared(unlessLoaded: true)
     }
 
-    private func reload(unlessLoaded: Bool) async throws {
+    /// Waits for the load already running, or starts one (unless `unlessLoaded` and a load has completed).
+    private func loadShared(unlessLoaded: Bool) async throws {
         let task: Task<Void, any Error>? = self.state.withLockedValue { state in
             if let running = state.reloading { return running }
             if unlessLoaded, state.loadedAt != nil { return nil }
-            let task = Task {
-                defer { self.state.withLockedValue { $0.reloading = nil } }
-                try await self.load()
-            }
-            state.reloading = task
-            return task
+            return self.startLoad(&state)
         }
         try await task?.value
     }
 
+    /// Starts a load (none may be running); it covers every explicit reload asked for until now.
+    private func startLoad(_ state: inout State) -> Task<Void, any Error> {
+        let covers = state.reloadsAsked
+        let task = Task {
+            defer { self.state.withLockedValue { $0.reloading = nil } }
+            try await self.load()
+            self.state.withLockedValue { $0.reloadsCovered = max($0.reloadsCovered, covers) }
+        }
+        state.reloading = task
+        state.reloadingCovers = covers
+        return task
+    }
+
     /// How many catalog queries have run (tests).
     var loadCount: Int { self.state.withLockedValue { $0.loads } }
+
+    /// How many explicit reloads have been asked for (tests).
+    var reloadsAsked: Int { self.state.withLockedValue { $0.reloadsAsked } }
 
     private func load() async throws {
         self.state.withLockedValue { $0.loads += 1 }

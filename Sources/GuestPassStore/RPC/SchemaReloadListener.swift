@@ -27,8 +27,9 @@ public struct SchemaReloadListener: Service {
     /// Loads the cache, then reloads it on each SIGHUP and `NOTIFY pgrst` until the graceful shutdown; never throws (a
     /// failed load is logged and requests load on demand).
     public func run() async throws {
-        await self.load(reason: "start", unlessLoaded: true)
+        // Subscribed first: a SIGHUP during the start load is kept (the stream buffers one) and reloads after it.
         let hangups = HangupSignal.shared.signals()
+        await self.load(reason: "start", unlessLoaded: true)
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await cancelWhenGracefulShutdown {
