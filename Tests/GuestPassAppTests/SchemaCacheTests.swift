@@ -6,15 +6,24 @@ import Testing
 @testable import GuestPassApp
 @testable import GuestPassStore
 
+/// A cache of the example schema read through a pool of its own (at most `maxConnections`), shut down afterwards.
+private func withCatalog(maxConnections: Int? = nil, _ body: (PostgresPool, SchemaCache) async throws -> Void) async throws {
+    try await TestService.with(examples: true) { service in
+        var configuration = service.configuration.postgres
+        if let maxConnections { configuration.maxConnections = maxConnections }
+        let pool = PostgresPool(configuration: configuration)
+        try await withCleanup {
+            try await body(pool, SchemaCache(pool: pool, schemas: ["public"]))
+        } cleanup: {
+            await pool.shutdown()
+        }
+    }
+}
+
 /// The RPC function catalog reloads single-flight: a burst of requests naming unknown functions costs one query.
 @Suite struct SchemaCacheTests {
     @Test func concurrentReloadsShareOneCatalogQuery() async throws {
-        try await TestService.with(examples: true) { service in
-            var configuration = service.configuration.postgres
-            configuration.maxConnections = 2
-            let pool = PostgresPool(configuration: configuration)
-            let catalog = SchemaCache(pool: pool, schemas: ["public"])
-
+        try await withCatalog(maxConnections: 2) { _, catalog in
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<100 {
                     group.addTask { try await catalog.overloads(schema: "public", name: "no_such_function_\(index)").count }
@@ -24,7 +33,6 @@ import Testing
             #expect(catalog.loadCount == 1, "100 concurrent callers, one catalog query")
             #expect(try await catalog.overloads(schema: "public", name: "get_quota").count == 1)
             #expect(catalog.loadCount == 1, "a known function needs no reload")
-            await pool.shutdown()
         }
     }
 
@@ -32,9 +40,7 @@ import Testing
     /// a change that only a reload (NOTIFY, SIGHUP, the time-to-live) should (TableTests.notifyPgrstReloadsTheSchemaCache
     /// raced it on a loaded machine).
     @Test func theStartLoadLeavesACacheARequestLoadedAlone() async throws {
-        try await TestService.with(examples: true) { service in
-            let pool = PostgresPool(configuration: service.configuration.postgres)
-            let catalog = SchemaCache(pool: pool, schemas: ["public"])
+        try await withCatalog { _, catalog in
             try await catalog.loadIfNeverLoaded()
             #expect(catalog.loadCount == 1, "a cache never loaded is loaded")
             _ = try await catalog.relations(schema: "public", name: "readings")
@@ -42,18 +48,13 @@ import Testing
             #expect(catalog.loadCount == 1, "a loaded cache is left alone")
             try await catalog.reload()
             #expect(catalog.loadCount == 2, "a reload always loads")
-            await pool.shutdown()
         }
     }
 
     /// A reload (NOTIFY, SIGHUP) asked for while a load runs is answered by a load that starts after it: the running one
     /// may have read the catalog before the change the reload announces. All reloads asked for meanwhile share that one.
     @Test func reloadsAskedDuringALoadGetOneLoadThatStartsAfterIt() async throws {
-        try await TestService.with(examples: true) { service in
-            var configuration = service.configuration.postgres
-            configuration.maxConnections = 1
-            let pool = PostgresPool(configuration: configuration)
-            let catalog = SchemaCache(pool: pool, schemas: ["public"])
+        try await withCatalog(maxConnections: 1) { pool, catalog in
             // The pool's one connection is held, so the first load waits (started, counted) until it is released.
             let holding = ManagedAtomicFlag()
             let release = ManagedAtomicFlag()
@@ -77,7 +78,6 @@ import Testing
             #expect(catalog.loadCount == 2, "the running load, then one load for the 20 reloads asked during it")
             try await catalog.reload()
             #expect(catalog.loadCount == 3, "a reload with no load running loads")
-            await pool.shutdown()
         }
     }
 }

@@ -26,8 +26,17 @@ import Testing
         }
     }
 
+    /// Waits until the server's `LISTEN pgrst` holds: a NOTIFY sent before reaches nobody.
+    private static func waitUntilListening(_ service: TestService) async throws {
+        let listening = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pgrst'"
+        let owner = service.owner
+        let held = try await eventually(timeout: .seconds(10)) { try await owner.execute(listening).rows[0].decode(Int.self, at: 0) == 1 }
+        try #require(held, "the server listens")
+    }
+
     @Test func notifyPgrstReloadsTheSchemaCache() async throws {
         try await Self.withReloadsOnlyWhenTold { service, tenant, client in
+            try await Self.waitUntilListening(service)
             let guest = try await RPCTests.guest(client, tenant)
             #expect(try await TableTests.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
             try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
@@ -39,6 +48,29 @@ import Testing
                 try await TableTests.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
             }
             #expect(reloaded, "NOTIFY pgrst, 'reload schema' reloads the cache")
+        }
+    }
+
+    /// NOTIFYs sent while the listening connection is lost are gone, so once it listens again the cache is reloaded.
+    @Test func aListenerThatReconnectsReloadsTheCache() async throws {
+        try await Self.withReloadsOnlyWhenTold { service, tenant, client in
+            try await Self.waitUntilListening(service)
+            let guest = try await RPCTests.guest(client, tenant)
+            #expect(try await TableTests.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
+            try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
+            let withMood = #"{"kind":"palm","mood":"calm"}"#
+            #expect(try await TableTests.table(client, tenant, .post, "readings", guest, json: withMood).status == .badRequest, "stale")
+            let terminated = try await service.owner.execute(
+                """
+                SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int FROM pg_stat_activity
+                WHERE datname = current_database() AND query = 'LISTEN pgrst' AND pid <> pg_backend_pid()
+                """
+            ).rows[0].decode(Int.self, at: 0)
+            try #require(terminated == 1, "the listener's connection is cut")
+            let reloaded = try await eventually(timeout: .seconds(15)) {
+                try await TableTests.table(client, tenant, .post, "readings", guest, json: withMood).status == .created
+            }
+            #expect(reloaded, "the listener reloads the cache once it listens again")
         }
     }
 

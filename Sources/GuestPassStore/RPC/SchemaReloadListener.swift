@@ -3,11 +3,13 @@ public import Logging
 import NIOPosix
 public import ServiceLifecycle
 
-/// Loads the schema cache at start (unless a request has loaded it first) and reloads it on SIGHUP (`kill -HUP <pid>`) and on `NOTIFY pgrst, 'reload schema'`
-/// (or an empty payload), PostgREST's channel, so the tooling that already sends it works; `guestpass migrate up` sends
-/// it after applying files. A service, so both loops end with the server's graceful shutdown. One dedicated connection per process listens (its own thread: libpq blocks), reconnecting after a second
-/// when it is lost. After each load it warns about any table of an exposed schema that an API role can write while
-/// row-level security is off on it.
+/// Loads the schema cache at start (once its `LISTEN` holds, unless a request has loaded it first) and reloads it on
+/// SIGHUP (`kill -HUP <pid>`), on `NOTIFY pgrst, 'reload schema'` (or an empty payload), PostgREST's channel, so the
+/// tooling that already sends it works (`guestpass migrate up` sends it after applying files), and after the listening
+/// connection is re-established (NOTIFYs sent while it was lost are gone). A service, so both loops end with the
+/// server's graceful shutdown. One dedicated connection per process listens (its own thread: libpq blocks),
+/// reconnecting after a second when it is lost. After each load it warns about any table of an exposed schema that an
+/// API role can write while row-level security is off on it.
 ///
 /// Limits: behind PgBouncer in transaction pooling `LISTEN` cannot work (the next transaction may run in another
 /// server session), so the listener does not start in that mode; the cache's time-to-live and SIGHUP still reload it.
@@ -27,9 +29,8 @@ public struct SchemaReloadListener: Service {
     /// Loads the cache, then reloads it on each SIGHUP and `NOTIFY pgrst` until the graceful shutdown; never throws (a
     /// failed load is logged and requests load on demand).
     public func run() async throws {
-        // Subscribed first: a SIGHUP during the start load is kept (the stream buffers one) and reloads after it.
+        // Subscribed before any load: a SIGHUP during one is kept (the stream buffers one) and reloads after it.
         let hangups = HangupSignal.shared.signals()
-        await self.load(reason: "start", unlessLoaded: true)
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await cancelWhenGracefulShutdown {
@@ -44,6 +45,7 @@ public struct SchemaReloadListener: Service {
     private func listen() async {
         guard self.configuration.poolMode == .session else {
             self.logger.info("schema reload listener off: NOTIFY does not reach through transaction pooling")
+            await self.load(reason: "start", unlessLoaded: true)
             // A service that returns early ends the whole service group: wait for the shutdown instead.
             try? await gracefulShutdown()
             return
@@ -53,6 +55,7 @@ public struct SchemaReloadListener: Service {
         defer { threads.shutdownGracefully { _ in } }
         let configuration = self.configuration
         await cancelWhenGracefulShutdown {
+            var listenedBefore = false
             while !Task.isCancelled {
                 do {
                     let connection = try await threads.runIfActive {
@@ -60,6 +63,11 @@ public struct SchemaReloadListener: Service {
                         try connection.execute("LISTEN \(Self.channel)")
                         return connection
                     }
+                    // Loaded once LISTEN holds, so no change escapes both: one committed before it is in this load, and
+                    // one after it sends a NOTIFY that arrives. The first time, a cache a request has loaded meanwhile is
+                    // kept; after a reconnect it is reloaded, since the NOTIFYs sent while the connection was lost are gone.
+                    await self.load(reason: listenedBefore ? "listener reconnected" : "start", unlessLoaded: !listenedBefore)
+                    listenedBefore = true
                     while !Task.isCancelled {
                         let received = try await threads.runIfActive { try connection.notifications(waitingUpTo: .milliseconds(500)) }
                         guard received.contains(where: { $0.payload.isEmpty || $0.payload == "reload schema" }) else { continue }
