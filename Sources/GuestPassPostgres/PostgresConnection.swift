@@ -182,9 +182,20 @@ public final class PostgresConnection: @unchecked Sendable {
             }
         }
         guard let sync = try self.nextResult(deadline: deadline) else {
-            throw self.fail(.protocolViolation, "pipeline ended without its sync")
+            let failure = self.fail(.protocolViolation, "pipeline ended without its sync")
+            // The server's own reason, when it ended the session (57P01 admin_shutdown and the like), says more.
+            if failure.kind == .protocolViolation, let firstError, firstError.sqlState?.isUnavailability == true { throw firstError }
+            throw failure
         }
         let syncStatus = PQresultStatus(sync)
+        if syncStatus == PGRES_FATAL_ERROR {
+            // The server ended the session where the Sync's answer was due (a shutdown after the last statement): the
+            // session is gone, and whether a COMMIT before it took effect is the server's to know.
+            let ended = Self.serverError(sync)
+            PQclear(sync)
+            self.isBroken = true
+            throw ended.sqlState?.isUnavailability == true ? ended : PostgresError(.connectionLost, message: ended.message)
+        }
         PQclear(sync)
         guard syncStatus == PGRES_PIPELINE_SYNC else { throw self.fail(.protocolViolation, "pipeline out of step") }
         guard PQexitPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not leave pipeline mode") }
@@ -329,6 +340,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Marks the connection broken and builds the error to throw.
     private func fail(_ kind: PostgresError.Kind, _ message: String) -> PostgresError {
         self.isBroken = true
+        // A step that failed because the connection died (a server shut down mid-exchange, a dropped socket) is a lost
+        // connection, which the callers retry or answer 503, not a protocol violation (500).
+        if kind == .protocolViolation, PQstatus(self.handle.pointer) == CONNECTION_BAD {
+            return PostgresError(.connectionLost, message: "\(message): \(self.handle.errorMessage)")
+        }
         return PostgresError(kind, message: message)
     }
 

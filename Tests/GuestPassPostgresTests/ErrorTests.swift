@@ -64,4 +64,69 @@ import Testing
             #expect(await pool.statistics.open == 0)
         }
     }
+
+    /// A session the server ends mid-statement (`pg_terminate_backend`, as a shutdown does) fails as a lost connection
+    /// or with the server's own 57P01, never as a protocol violation, which the HTTP layer would answer 500, not 503.
+    @Test(arguments: [false, true]) func aSessionTheServerEndsMidStatementIsLost(pipelined: Bool) async throws {
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 2) }) { database, pool in
+            async let failure: PostgresError? = pool.withConnection { connection in
+                try await connection.run { connection -> PostgresError? in
+                    do {
+                        if pipelined {
+                            _ = try connection.pipeline([PostgresStatement("SELECT pg_sleep(30)"), PostgresStatement("SELECT 1")])
+                        } else {
+                            _ = try connection.execute("SELECT pg_sleep(30)")
+                        }
+                        return nil
+                    } catch let error as PostgresError {
+                        return error
+                    }
+                }
+            }
+            let terminate = """
+                SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int FROM pg_stat_activity
+                WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(30)%' AND pid <> pg_backend_pid()
+                """
+            let ended = try await eventually(timeout: .seconds(10)) { try await pool.execute(terminate).rows[0].decode(Int.self, at: 0) == 1 }
+            let error = try #require(await failure, "the statement fails")
+            try #require(ended)
+            #expect(error.kind != .protocolViolation, "\(error)")
+            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+        }
+    }
+
+    /// A connection whose session the server ended while it sat idle (a restart; the pool's liveness probe can pass just
+    /// before) fails its next statement as a lost connection, never as a protocol violation.
+    @Test(arguments: [false, true]) func anIdleSessionTheServerEndedIsLost(pipelined: Bool) async throws {
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1) }) { database, pool in
+            let connection = try PostgresConnection(configuration: PostgresConfiguration(url: database.ownerURL))
+            let backend = try connection.execute("SELECT pg_backend_pid()").rows[0].decode(Int.self, at: 0)
+            let terminated = try await pool.execute("SELECT pg_terminate_backend($1::int)", [backend]).rows[0].decode(Bool.self, at: 0)
+            try #require(terminated)
+            try await Task.sleep(for: .milliseconds(100))  // the server's goodbye is in flight; nothing waits on it
+            let error = try #require(throws: PostgresError.self) {
+                if pipelined {
+                    _ = try connection.pipeline([PostgresStatement("SELECT 1"), PostgresStatement("SELECT 2")])
+                } else {
+                    _ = try connection.execute("SELECT 1")
+                }
+            }
+            #expect(error.kind != .protocolViolation, "\(error)")
+            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+        }
+    }
+
+    /// A session that ends right after its last statement (here it terminates itself; a shutdown can land there too)
+    /// fails as a lost connection or the server's 57P01, never as a protocol violation.
+    @Test(arguments: [false, true]) func aSessionEndedAfterItsLastStatementIsLost(framed: Bool) async throws {
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1) }) { database, pool in
+            let connection = try PostgresConnection(configuration: PostgresConfiguration(url: database.ownerURL))
+            let statements =
+                (framed ? [PostgresStatement("BEGIN")] : []) + [PostgresStatement("SELECT pg_terminate_backend(pg_backend_pid())")]
+                + (framed ? [PostgresStatement("COMMIT")] : [])
+            let error = try #require(throws: PostgresError.self) { _ = try connection.pipeline(statements) }
+            #expect(error.kind != .protocolViolation, "\(error)")
+            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+        }
+    }
 }
