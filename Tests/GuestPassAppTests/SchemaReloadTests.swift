@@ -26,26 +26,35 @@ import Testing
         }
     }
 
-    /// Waits until the server's `LISTEN pgrst` holds: a NOTIFY sent before reaches nobody.
-    private static func waitUntilListening(_ service: TestService) async throws {
-        let listening = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pgrst'"
+    /// The server's listening session, in `pg_stat_activity` of the test's database.
+    private static let listenerSession = "datname = current_database() AND query = 'LISTEN pgrst' AND pid <> pg_backend_pid()"
+    /// A reading with the column `addStaleColumn` adds.
+    private static let withMood = #"{"kind":"palm","mood":"calm"}"#
+
+    /// Once the server's `LISTEN pgrst` holds (a NOTIFY sent before reaches nobody) and its cache knows `readings`, adds
+    /// the column `mood` behind the cache's back and checks that a write naming it is refused; returns the guest.
+    private static func addStaleColumn(
+        _ service: TestService, _ tenant: TestTenant, _ client: any TestClientProtocol
+    ) async throws -> RPCTests.Guest {
         let owner = service.owner
+        let listening = "SELECT count(*)::int FROM pg_stat_activity WHERE \(Self.listenerSession)"
         let held = try await eventually(timeout: .seconds(10)) { try await owner.execute(listening).rows[0].decode(Int.self, at: 0) == 1 }
         try #require(held, "the server listens")
+        let guest = try await RPCTests.guest(client, tenant)
+        #expect(try await TableTests.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
+        try await owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
+        let stale = try await TableTests.table(client, tenant, .post, "readings", guest, json: Self.withMood)
+        #expect(stale.status == .badRequest)
+        #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
+        return guest
     }
 
     @Test func notifyPgrstReloadsTheSchemaCache() async throws {
         try await Self.withReloadsOnlyWhenTold { service, tenant, client in
-            try await Self.waitUntilListening(service)
-            let guest = try await RPCTests.guest(client, tenant)
-            #expect(try await TableTests.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
-            try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
-            let stale = try await TableTests.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#)
-            #expect(stale.status == .badRequest)
-            #expect(stale.errorCode == PostgRESTCode.columnNotFound, "a column the cache does not know yet")
+            let guest = try await Self.addStaleColumn(service, tenant, client)
             try await service.owner.execute("NOTIFY pgrst, 'reload schema'")
             let reloaded = try await eventually(timeout: .seconds(10)) {
-                try await TableTests.table(client, tenant, .post, "readings", guest, json: #"{"kind":"palm","mood":"calm"}"#).status == .created
+                try await TableTests.table(client, tenant, .post, "readings", guest, json: Self.withMood).status == .created
             }
             #expect(reloaded, "NOTIFY pgrst, 'reload schema' reloads the cache")
         }
@@ -54,21 +63,13 @@ import Testing
     /// NOTIFYs sent while the listening connection is lost are gone, so once it listens again the cache is reloaded.
     @Test func aListenerThatReconnectsReloadsTheCache() async throws {
         try await Self.withReloadsOnlyWhenTold { service, tenant, client in
-            try await Self.waitUntilListening(service)
-            let guest = try await RPCTests.guest(client, tenant)
-            #expect(try await TableTests.table(client, tenant, .get, "readings", guest).status == .ok, "the cache knows readings")
-            try await service.owner.execute("ALTER TABLE public.readings ADD COLUMN mood text")
-            let withMood = #"{"kind":"palm","mood":"calm"}"#
-            #expect(try await TableTests.table(client, tenant, .post, "readings", guest, json: withMood).status == .badRequest, "stale")
+            let guest = try await Self.addStaleColumn(service, tenant, client)
             let terminated = try await service.owner.execute(
-                """
-                SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int FROM pg_stat_activity
-                WHERE datname = current_database() AND query = 'LISTEN pgrst' AND pid <> pg_backend_pid()
-                """
+                "SELECT (count(*) FILTER (WHERE pg_terminate_backend(pid)))::int FROM pg_stat_activity WHERE \(Self.listenerSession)"
             ).rows[0].decode(Int.self, at: 0)
             try #require(terminated == 1, "the listener's connection is cut")
             let reloaded = try await eventually(timeout: .seconds(15)) {
-                try await TableTests.table(client, tenant, .post, "readings", guest, json: withMood).status == .created
+                try await TableTests.table(client, tenant, .post, "readings", guest, json: Self.withMood).status == .created
             }
             #expect(reloaded, "the listener reloads the cache once it listens again")
         }

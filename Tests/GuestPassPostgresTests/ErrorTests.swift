@@ -2,6 +2,13 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import Testing
 
+/// A session the server ended fails as a lost connection or with the server's own unavailability SQLSTATE (57P01),
+/// which the HTTP layer answers 503; never as a protocol violation, which it answers 500.
+private func expectLost(_ error: PostgresError, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(error.kind != .protocolViolation, "\(error)", sourceLocation: sourceLocation)
+    #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)", sourceLocation: sourceLocation)
+}
+
 /// Server errors surface as typed values with their SQLSTATE and diagnostic fields.
 @Suite struct ErrorTests {
     @Test func uniqueViolationCarriesSQLStateAndConstraint() async throws {
@@ -90,8 +97,7 @@ import Testing
             let ended = try await eventually(timeout: .seconds(10)) { try await pool.execute(terminate).rows[0].decode(Int.self, at: 0) == 1 }
             let error = try #require(await failure, "the statement fails")
             try #require(ended)
-            #expect(error.kind != .protocolViolation, "\(error)")
-            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+            expectLost(error)
         }
     }
 
@@ -111,22 +117,20 @@ import Testing
                     _ = try connection.execute("SELECT 1")
                 }
             }
-            #expect(error.kind != .protocolViolation, "\(error)")
-            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+            expectLost(error)
         }
     }
 
     /// A session that ends right after its last statement (here it terminates itself; a shutdown can land there too)
     /// fails as a lost connection or the server's 57P01, never as a protocol violation.
     @Test(arguments: [false, true]) func aSessionEndedAfterItsLastStatementIsLost(framed: Bool) async throws {
-        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1) }) { database, pool in
+        try await TestDatabase.with(migrated: false, pool: { $0.ownerPool(maxConnections: 1) }) { database, _ in
             let connection = try PostgresConnection(configuration: PostgresConfiguration(url: database.ownerURL))
             let statements =
                 (framed ? [PostgresStatement("BEGIN")] : []) + [PostgresStatement("SELECT pg_terminate_backend(pg_backend_pid())")]
                 + (framed ? [PostgresStatement("COMMIT")] : [])
             let error = try #require(throws: PostgresError.self) { _ = try connection.pipeline(statements) }
-            #expect(error.kind != .protocolViolation, "\(error)")
-            #expect(error.isConnectionError || error.sqlState?.isUnavailability == true, "\(error)")
+            expectLost(error)
         }
     }
 }

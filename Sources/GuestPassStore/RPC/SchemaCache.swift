@@ -46,9 +46,8 @@ public final class SchemaCache: Sendable {
         var functions: [String: [RPCFunction]] = [:]
         var relations = RelationCatalog()
         var loadedAt: ContinuousClock.Instant?
-        var reloading: Task<Void, any Error>?
-        /// The explicit reloads the running load covers.
-        var reloadingCovers = 0
+        /// The running load, and how many explicit reloads it covers (those asked for before it started).
+        var reloading: (task: Task<Void, any Error>, covers: Int)?
         /// Explicit reloads asked for so far, and how many of them the last finished load covers (it started after them).
         var reloadsAsked = 0
         var reloadsCovered = 0
@@ -109,7 +108,7 @@ public final class SchemaCache: Sendable {
         while true {
             let next: (task: Task<Void, any Error>, coversThisCall: Bool)? = self.state.withLockedValue { state in
                 if state.reloadsCovered >= asked { return nil }
-                if let running = state.reloading { return (running, state.reloadingCovers >= asked) }
+                if let running = state.reloading { return (running.task, running.covers >= asked) }
                 return (self.startLoad(&state), true)
             }
             guard let next else { return }
@@ -131,7 +130,7 @@ public final class SchemaCache: Sendable {
     /// Waits for the load already running, or starts one (unless `unlessLoaded` and a load has completed).
     private func loadShared(unlessLoaded: Bool) async throws {
         let task: Task<Void, any Error>? = self.state.withLockedValue { state in
-            if let running = state.reloading { return running }
+            if let running = state.reloading { return running.task }
             if unlessLoaded, state.loadedAt != nil { return nil }
             return self.startLoad(&state)
         }
@@ -146,8 +145,7 @@ public final class SchemaCache: Sendable {
             try await self.load()
             self.state.withLockedValue { $0.reloadsCovered = max($0.reloadsCovered, covers) }
         }
-        state.reloading = task
-        state.reloadingCovers = covers
+        state.reloading = (task, covers)
         return task
     }
 
