@@ -490,6 +490,54 @@ def test_embed_after_a_write(noted):
     assert raw.json() == [{"body": "z", "readings": {"kind": "face"}}]
 
 
+def test_a_spread_lifts_a_to_one_target_into_the_row(noted):
+    a = noted.a["id"]
+    lifted = noted.table("reading_notes").select("body, ...readings(reading_kind:kind, id)").order("body").execute()
+    assert lifted.data == [{"body": "x", "reading_kind": "palm", "id": a}, {"body": "y", "reading_kind": "palm", "id": a}]
+    nested = noted.request("GET", "reading_notes?select=body,...readings(kind,...users(language))&order=body")
+    assert nested.status_code == 200, nested.text
+    assert nested.json() == [{"body": "x", "kind": "palm", "language": None}, {"body": "y", "kind": "palm", "language": None}]
+    filtered = noted.request("GET", "reading_notes?select=body,...readings(kind)&readings.kind=eq.face&order=body")
+    assert filtered.json() == [{"body": "x", "kind": None}, {"body": "y", "kind": None}], "no match: the lifted values are null"
+    inner = noted.request("GET", "reading_notes?select=body,...readings!inner(kind)&readings.kind=eq.face")
+    assert inner.status_code == 200 and inner.json() == [], "!inner drops the rows without a match"
+    # Two lifted columns of one name are both sent (JSON allows it, as in PostgREST), not an ambiguous reference.
+    twice = noted.request("GET", f"reading_notes?select=id,...readings(id)&id=eq.{noted.notes[0]['id']}")
+    assert twice.status_code == 200, twice.text
+    assert twice.text.count('"id"') == 2 and noted.notes[0]["id"] in twice.text and a in twice.text
+
+
+def test_a_spread_of_a_to_many_target_gives_one_array_a_column_in_step(noted):
+    by_body = {n["body"]: n["id"] for n in noted.notes}
+    rows = noted.request("GET", "readings?select=kind,...reading_notes(bodies:body,ids:id)"
+                                "&reading_notes.order=body.desc&order=created_at")
+    assert rows.status_code == 200, rows.text
+    assert rows.json() == [{"kind": "palm", "bodies": ["y", "x"], "ids": [by_body["y"], by_body["x"]]},
+                           {"kind": "face", "bodies": [], "ids": []}]
+    limited = noted.request("GET", "readings?select=kind,...reading_notes(body)&reading_notes.order=body&reading_notes.limit=1"
+                                   "&order=created_at")
+    assert limited.json() == [{"kind": "palm", "body": ["x"]}, {"kind": "face", "body": []}]
+    inner = noted.request("GET", "readings?select=kind,...reading_notes!inner(body)&reading_notes.body=eq.y")
+    assert inner.json() == [{"kind": "palm", "body": ["y"]}]
+    embedded = noted.request("GET", "users?select=...readings(kinds:kind,notes:reading_notes(body))&readings.order=created_at"
+                                    "&readings.notes.order=body")
+    assert embedded.status_code == 200, embedded.text
+    assert embedded.json() == [{"kinds": ["palm", "face"], "notes": [[{"body": "x"}, {"body": "y"}], []]}]
+    spread_twice = noted.request("GET", "users?select=...readings(kind,...reading_notes(body))&readings.order=created_at"
+                                        "&readings.reading_notes.order=body.desc")
+    assert spread_twice.status_code == 200, spread_twice.text
+    assert spread_twice.json() == [{"kind": ["palm", "face"], "body": [["y", "x"], []]}]
+    nothing = noted.request("GET", "readings?select=kind,...reading_notes()&order=created_at")
+    assert nothing.status_code == 200 and nothing.json() == [{"kind": "palm"}, {"kind": "face"}], nothing.text
+
+
+def test_a_spread_after_a_write(noted):
+    raw = noted.request("POST", "reading_notes?select=body,...readings(kind)", {"Prefer": "return=representation"},
+                        json={"reading_id": noted.b["id"], "body": "z"})
+    assert raw.status_code == 201, raw.text
+    assert raw.json() == [{"body": "z", "kind": "face"}]
+
+
 # ---------------------------------------------------------------- Prefer
 
 

@@ -46,7 +46,7 @@ public enum SelectItem: Sendable, Hashable {
     case star
     /// `alias:col->path::type`
     case field(SelectField)
-    /// `alias:relation!hint!inner(items…)`
+    /// `alias:relation!hint!inner(items…)` or `...relation!hint!inner(items…)`
     case embed(Embedding)
 }
 
@@ -63,7 +63,7 @@ public struct SelectField: Sendable, Hashable {
     }
 }
 
-/// A relation embedded through a foreign key: `alias:relation!hint(items…)`, `relation!inner(…)`.
+/// A relation embedded through a foreign key: `alias:relation!hint(items…)`, `relation!inner(…)`, `...relation(…)`.
 public struct Embedding: Sendable, Hashable {
     public var relation: String
     public var alias: String?
@@ -71,13 +71,19 @@ public struct Embedding: Sendable, Hashable {
     public var hint: String?
     /// `!inner`: drop parents without a match (else `!left`, the default).
     public var isInner: Bool
+    /// `...relation(items…)`: the items answer as the parent's own keys (a to-one target's values, or for a to-many
+    /// target one array a key, correlated by position) rather than under one key for the relation. Never aliased.
+    public var isSpread: Bool
     public var items: [SelectItem]
 
-    public init(relation: String, alias: String? = nil, hint: String? = nil, isInner: Bool = false, items: [SelectItem]) {
+    public init(
+        relation: String, alias: String? = nil, hint: String? = nil, isInner: Bool = false, isSpread: Bool = false, items: [SelectItem]
+    ) {
         self.relation = relation
         self.alias = alias
         self.hint = hint
         self.isInner = isInner
+        self.isSpread = isSpread
         self.items = items
     }
 

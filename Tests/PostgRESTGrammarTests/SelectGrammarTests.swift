@@ -67,6 +67,34 @@ import Testing
                 ])
     }
 
+    @Test func spreadsWithHintAndJoinTypeBesideEmbeddings() throws {
+        #expect(
+            try Self.select("*,...client(*),other(*),...films!director_fk!inner(t:title,...specs(runtime)), ...empty()")
+                == [
+                    .star,
+                    .embed(Embedding(relation: "client", isSpread: true, items: [.star])),
+                    .embed(Embedding(relation: "other", items: [.star])),
+                    .embed(
+                        Embedding(
+                            relation: "films", hint: "director_fk", isInner: true, isSpread: true,
+                            items: [
+                                .field(SelectField(field: field("title"), alias: "t")),
+                                .embed(Embedding(relation: "specs", isSpread: true, items: [.field(SelectField(field: field("runtime")))])),
+                            ])),
+                    .embed(Embedding(relation: "empty", isSpread: true, items: [])),
+                ])
+    }
+
+    /// PostgREST's own doctests of `pSpreadRelationSelect` fail at these columns: a spread takes no alias and no JSON path.
+    @Test(arguments: [("alias:...rel(*)", 7), ("...rel->jsonpath(*)", 9), ("...rel", 7), ("....rel(*)", 4)])
+    func malformedSpreadsFailWhereTheyDoInPostgREST(_ text: String, _ column: Int) {
+        let error = grammarError([("select", text)])
+        #expect(error?.code == "PGRST100", "\(text)")
+        #expect(
+            error?.message.hasPrefix("\"failed to parse select parameter (\(text))\" (line 1, column \(column))") == true,
+            "\(text): \(error?.message ?? "")")
+    }
+
     @Test func anIndexInsideAnEmbeddingIsAKeyAsInPostgREST() throws {
         // PostgREST's index must be followed by `->`, `::`, `.`, `,` or the end; before `)` it reads as a key.
         #expect(
@@ -75,7 +103,7 @@ import Testing
             ])
     }
 
-    @Test(arguments: ["...rel(*)", "count()", "id.sum()", "id::text;drop table x", "id::text'", "name!hint", "rel->path(*)", #""unterminated"#])
+    @Test(arguments: ["count()", "id.sum()", "id::text;drop table x", "id::text'", "name!hint", "rel->path(*)", #""unterminated"#])
     func unsupportedOrMalformedItemsAreGrammarErrors(_ text: String) {
         let error = grammarError([("select", text)])
         #expect(error?.code == "PGRST100", "\(text)")

@@ -17,35 +17,40 @@ struct SelectListBuilder {
         self.maxRows = maxRows
     }
 
-    /// The select list of `items` on `relation` aliased `table`, and the conditions an `!inner` embedding adds to the
-    /// node's WHERE.
-    mutating func build(
-        _ items: [SelectItem], relation: Relation, table: String, path: [String], sql: inout TableSQL
-    ) throws -> (list: [String], innerConditions: [String]) {
-        var list: [String] = []
-        var inner: [String] = []
+    /// The select list of `items` on `relation` aliased `table`, with the lateral joins its spreads add to the node's
+    /// FROM and the conditions its `!inner` embeddings add to the node's WHERE.
+    mutating func build(_ items: [SelectItem], relation: Relation, table: String, path: [String], sql: inout TableSQL) throws -> SelectList {
+        var built = SelectList()
         for item in items {
             switch item {
             case .star:
-                list += relation.columns.map { table + "." + TableSQL.quoted($0.name) }
+                built.columns += relation.columns.map { (table + "." + TableSQL.quoted($0.name), $0.name) }
             case .field(let field):
                 var expression = sql.expression(field.field, on: table)
                 if let cast = field.cast { expression = "CAST(\(expression) AS \(try Self.castType(cast)))" }
-                list.append(expression + " AS " + TableSQL.quoted(TableSQL.outputName(field)))
+                built.columns.append((expression, TableSQL.outputName(field)))
             case .embed(let embedding):
-                let (expression, exists) = try self.embed(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
-                list.append(expression + " AS " + TableSQL.quoted(embedding.name))
-                if let exists { inner.append(exists) }
+                let node = try self.node(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
+                if embedding.isSpread {
+                    let spread = self.spread(node, sql: &sql)
+                    built.columns += spread.columns
+                    built.joins.append(spread.join)
+                } else {
+                    built.columns.append((self.embedded(node), embedding.name))
+                }
+                if let exists = node.exists { built.innerConditions.append(exists) }
             }
         }
-        return (list, inner)
+        return built
     }
 
-    /// The scalar subquery of one embedding (an object or `null` for to-one, an array for to-many) and, for `!inner`,
-    /// its `EXISTS` test. (Every parameter bound must appear in the statement: PostgreSQL cannot type an unused one.)
-    private mutating func embed(
+    /// One embedded or spread relation, built up to its rows: the FROM … WHERE of the target under `alias` (joined to
+    /// the parent, with the embedded filters and its own children's joins and `!inner` conditions), its select list,
+    /// order and range, and for `!inner` the `EXISTS` test the parent's WHERE adds. (Every parameter bound must appear
+    /// in the statement: PostgreSQL cannot type an unused one.)
+    private mutating func node(
         _ embedding: Embedding, parent: Relation, parentTable: String, path: [String], sql: inout TableSQL
-    ) throws -> (expression: String, exists: String?) {
+    ) throws -> EmbeddedNode {
         let childPath = path + [embedding.name]
         guard childPath.count <= Self.maximumDepth else {
             throw PostgRESTRefusal(
@@ -63,22 +68,49 @@ struct SelectListBuilder {
         }
 
         let alias = sql.alias(for: target.name)
-        let (list, innerConditions) = try self.build(embedding.items, relation: target, table: alias, path: childPath, sql: &sql)
-        let conditions = ([joinAndFilters(alias, &sql)] + innerConditions).joined(separator: " AND ")
-        let from = "FROM \(TableSQL.qualified(target)) AS \(alias) WHERE \(conditions)"
-        let columns = list.isEmpty ? "" : list.joined(separator: ", ")
-        let expression: String
-        if relationship.isToOne {
-            expression = "(SELECT row_to_json(_e) FROM (SELECT \(columns) \(from) LIMIT 1) AS _e)"
-        } else {
-            let order = sql.orderBy(modifiers.order, on: alias)
-            let range = sql.range(limit: min(modifiers.limit ?? self.maxRows, self.maxRows), offset: modifiers.offset)
-            expression = "(SELECT coalesce(json_agg(_e), '[]') FROM (SELECT \(columns) \(from)\(order)\(range)) AS _e)"
+        let list = try self.build(embedding.items, relation: target, table: alias, path: childPath, sql: &sql)
+        let conditions = ([joinAndFilters(alias, &sql)] + list.innerConditions).joined(separator: " AND ")
+        var node = EmbeddedNode(
+            isToOne: relationship.isToOne, list: list,
+            from: "FROM \(TableSQL.qualified(target)) AS \(alias)\(list.joins.joined()) WHERE \(conditions)")
+        if !relationship.isToOne {
+            node.order = sql.orderBy(modifiers.order, on: alias)
+            node.range = sql.range(limit: min(modifiers.limit ?? self.maxRows, self.maxRows), offset: modifiers.offset)
         }
-        guard embedding.isInner else { return (expression, nil) }
-        let existsAlias = sql.alias(for: target.name)
-        let exists = "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
-        return (expression, exists)
+        if embedding.isInner {
+            let existsAlias = sql.alias(for: target.name)
+            node.exists = "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
+        }
+        return node
+    }
+
+    /// An embedding's scalar subquery: an object or `null` for a to-one target, an array (`[]` for none) for a to-many.
+    private func embedded(_ node: EmbeddedNode) -> String {
+        let rows = "SELECT \(node.list.selectList) \(node.from)"
+        return node.isToOne
+            ? "(SELECT row_to_json(_e) FROM (\(rows) LIMIT 1) AS _e)"
+            : "(SELECT coalesce(json_agg(_e), '[]') FROM (\(rows)\(node.order)\(node.range)) AS _e)"
+    }
+
+    /// A spread's lateral join and the columns it lifts into the parent: a to-one target's values (`null` without a
+    /// match), or for a to-many target one JSON array a column, all aggregated in one pass over the same ordered rows
+    /// so that their positions correspond. The join's columns are named by position, so that two spread columns of
+    /// one name (which PostgREST allows) never make a reference ambiguous.
+    private func spread(_ node: EmbeddedNode, sql: inout TableSQL) -> (columns: [(expression: String, name: String)], join: String) {
+        let alias = sql.alias(for: "spread")
+        let positional = node.list.columns.indices.map { TableSQL.quoted("c\($0 + 1)") }
+        let inner = zip(node.list.columns, positional).map { "\($0.0.expression) AS \($0.1)" }.joined(separator: ", ")
+        let rows = "SELECT \(inner) \(node.from)"
+        let subquery: String
+        if node.isToOne {
+            subquery = "\(rows) LIMIT 1"
+        } else {
+            // GROUP BY (): one row even when the spread selects no column (an aggregate-free select would give one per row).
+            let arrays = positional.map { "coalesce(json_agg(_s.\($0)), '[]') AS \($0)" }.joined(separator: ", ")
+            subquery = "SELECT \(arrays) FROM (\(rows)\(node.order)\(node.range)) AS _s GROUP BY ()"
+        }
+        let columns = zip(node.list.columns, positional).map { (alias + "." + $0.1, $0.0.name) }
+        return (columns, " LEFT JOIN LATERAL (\(subquery)) AS \(alias) ON TRUE")
     }
 
     /// The type of `col::type` as a quoted identifier: SQL's spellings mapped to their catalog names
@@ -97,4 +129,26 @@ struct SelectListBuilder {
         }
         return TableSQL.quoted(name)
     }
+}
+
+/// A node's select list as built: its columns, the lateral joins its spreads add to its FROM, and the conditions its
+/// `!inner` embeddings add to its WHERE.
+struct SelectList {
+    var columns: [(expression: String, name: String)] = []
+    var joins: [String] = []
+    var innerConditions: [String] = []
+
+    /// `expression AS "name", …` (empty for no column: `SELECT FROM …` is valid and gives `{}` per row).
+    var selectList: String { self.columns.map { "\($0.expression) AS \(TableSQL.quoted($0.name))" }.joined(separator: ", ") }
+}
+
+/// An embedded or spread relation built up to its rows (see `SelectListBuilder.node`).
+private struct EmbeddedNode {
+    let isToOne: Bool
+    let list: SelectList
+    /// `FROM target AS alias [its spreads' joins] WHERE join AND filters AND its !inner conditions`.
+    let from: String
+    var order = ""
+    var range = ""
+    var exists: String?
 }

@@ -81,17 +81,18 @@ public enum TableStatements {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
-        let (list, inner) = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
+        let list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
         try self.requireEmbedded(plan.query, select.embeddedPaths)
-        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + inner
-        let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + list.innerConditions
+        let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(list.joins.joined())" + self.whereClause(conditions)
         let order = sql.orderBy(plan.query.root.order, on: table)
         let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
-        let page = "SELECT \(list.isEmpty ? "" : list.joined(separator: ", ")) \(from)\(order)\(sql.range(limit: limit, offset: plan.offset))"
+        let page = "SELECT \(list.selectList) \(from)\(order)\(sql.range(limit: limit, offset: plan.offset))"
         var total = "NULL::bigint"
         if plan.wantsCount {
             // The same filters again (their parameters bound anew): a count of what the policies let the caller see.
-            let countConditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + inner
+            // A spread's join never changes the row count (one row a parent), so the count needs none.
+            let countConditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + list.innerConditions
             total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(self.whereClause(countConditions)))"
         }
         let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan)
@@ -175,19 +176,21 @@ public enum TableStatements {
         let returning = wantsRows ? " RETURNING \(table).*\(inserted)" : " RETURNING 1\(countsInserts ? inserted : "")"
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
         var body = "NULL::text"
-        var list = ["1"]
+        var list = "1"
+        var joins = ""
         var order = ""
         var filter = ""
         if plan.returnsRepresentation {
             let built = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
-            list = built.list
+            list = built.selectList
+            joins = built.joins.joined()
             // `!inner` embeddings narrow the representation, as they narrow a read.
             filter = self.whereClause(built.innerConditions)
             try self.requireEmbedded(plan.query, select.embeddedPaths)
             order = sql.orderBy(plan.query.root.order, on: table)
             body = self.bodyExpression(plan)
         } else if plan.returnsHeadersOnly, !plan.relation.primaryKey.isEmpty {
-            list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }
+            list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ")
             body = "json_agg(_t)::text"
         }
         var checks: [String] = []
@@ -203,7 +206,7 @@ public enum TableStatements {
         let checked = checks.map { ", " + $0 }.joined()
         return PostgresStatement(
             "WITH pgrst_source AS (\(statement)\(returning)) SELECT NULL::bigint AS total, count(_t) AS page_total, \(body) AS body, "
-                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list.joined(separator: ", ")) FROM pgrst_source AS \(table)\(filter)\(order)) AS _t",
+                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list) FROM pgrst_source AS \(table)\(joins)\(filter)\(order)) AS _t",
             sql.parameters
         )
     }

@@ -1,8 +1,9 @@
 /// `select=` as PostgREST's `pFieldForest` reads it: items separated by `,` (spaces around skipped), each `*`,
-/// `alias:field->path::cast`, or an embedding `alias:relation!hint!inner(items…)`.
+/// `alias:field->path::cast`, an embedding `alias:relation!hint!inner(items…)`, or a spread `...relation!hint!inner(items…)`
+/// (no alias: its columns answer under their own names).
 ///
-/// Not supported (they fail to parse, as a 400 `PGRST100`): spreads `...rel(…)`, aggregates `count()`, `col.sum()`,
-/// and a cast after an aggregate. Embeddings nest at most `maximumDepth` deep.
+/// Not supported (they fail to parse, as a 400 `PGRST100`): aggregates `count()`, `col.sum()`, and a cast after an
+/// aggregate. Embeddings nest at most `maximumDepth` deep.
 enum SelectGrammar {
     typealias P = Primitive
     typealias N = NameGrammar
@@ -23,39 +24,49 @@ enum SelectGrammar {
         let children = Parser<[SelectItem]>.lazy {
             depth >= Self.maximumDepth ? .fatal("embedding nested deeper than \(Self.maximumDepth) levels") : Self.forest(depth: depth + 1)
         }
-        let embedding = Self.relation.attempt.flatMap { relation in
-            children.between(P.char("("), P.char(")")).map { items in
-                var embedding = relation
-                embedding.items = items
-                return SelectItem.embed(embedding)
+        let embedded = { (head: Parser<Embedding>) in
+            head.attempt.flatMap { relation in
+                children.between(P.char("("), P.char(")")).map { items in
+                    var embedding = relation
+                    embedding.items = items
+                    return SelectItem.embed(embedding)
+                }
             }
         }
-        return embedding.or(Self.field)
+        return embedded(Self.spread).or(embedded(Self.relation)).or(Self.field)
+    }
+
+    /// `pSpreadRelationSelect` up to (not including) its `(`: `...name!hint!inner`.
+    private static var spread: Parser<Embedding> {
+        P.lexeme(P.string("...").then(N.fieldName).flatMap { name in Self.embedParameters(relation: name, alias: nil, isSpread: true) })
     }
 
     /// `pRelationSelect` up to (not including) its `(`.
     private static var relation: Parser<Embedding> {
         P.lexeme(
             Self.alias.flatMap { alias in
-                N.fieldName.filter { $0 != "count" }.flatMap { name in
-                    Self.embedParameter.optional.flatMap { first in
-                        Self.embedParameter.optional.flatMap { second in
-                            P.string("(").lookAhead.attempt.map { _ in
-                                let parameters = [first, second].compactMap { $0 }
-                                let hint = parameters.lazy.compactMap { parameter -> String? in
-                                    if case .hint(let hint) = parameter { return hint }
-                                    return nil
-                                }.first
-                                let join = parameters.lazy.compactMap { parameter -> Bool? in
-                                    if case .join(let isInner) = parameter { return isInner }
-                                    return nil
-                                }.first
-                                return Embedding(relation: name, alias: alias, hint: hint, isInner: join ?? false, items: [])
-                            }
-                        }
-                    }
-                }
+                N.fieldName.filter { $0 != "count" }.flatMap { name in Self.embedParameters(relation: name, alias: alias, isSpread: false) }
             })
+    }
+
+    /// `pEmbedParams` and the `(` that must follow them: up to two of `!hint`, `!left`, `!inner`.
+    private static func embedParameters(relation name: String, alias: String?, isSpread: Bool) -> Parser<Embedding> {
+        Self.embedParameter.optional.flatMap { first in
+            Self.embedParameter.optional.flatMap { second in
+                P.string("(").lookAhead.attempt.map { _ in
+                    let parameters = [first, second].compactMap { $0 }
+                    let hint = parameters.lazy.compactMap { parameter -> String? in
+                        if case .hint(let hint) = parameter { return hint }
+                        return nil
+                    }.first
+                    let join = parameters.lazy.compactMap { parameter -> Bool? in
+                        if case .join(let isInner) = parameter { return isInner }
+                        return nil
+                    }.first
+                    return Embedding(relation: name, alias: alias, hint: hint, isInner: join ?? false, isSpread: isSpread, items: [])
+                }
+            }
+        }
     }
 
     private enum EmbedParameter {
