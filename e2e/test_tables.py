@@ -124,6 +124,22 @@ def test_select_filters_with_the_client(reader):
     assert ids(readings().eq("content->>note", "50% off").execute().data) == ids([r4])
 
 
+def test_full_text_search_and_a_query_it_cannot_parse(reader):
+    r1, r2, r3, r4 = reader.rows
+    readings = lambda: reader.table("readings").select("id").order("created_at")  # noqa: E731
+    assert ids(readings().text_search("kind", "palm | face").execute().data) == ids([r1, r2, r4])
+    assert ids(readings().text_search("kind", "coff:*", options={"config": "english"}).execute().data) == ids([r3])
+    assert ids(readings().text_search("kind", "palm or coffee", options={"type": "web_search"}).execute().data) == ids([r2, r3, r4])
+    assert ids(readings().text_search("kind", "calm face", options={"type": "plain"}).execute().data) == []
+    either = reader.request("GET", "readings", params={"select": "id", "or": "(kind.fts.coffee,kind.fts.face)", "order": "created_at"})
+    assert ids(either.json()) == ids([r1, r3]), either.text
+    # to_tsquery's own syntax refuses these: PostgREST's parse error with PostgreSQL's complaint, never a SQL error.
+    for query in ["a & (", ":", "palm !", "(("]:
+        for params in [{"kind": f"fts.{query}"}, {"kind": f"fts(english).{query}"}, {"or": f"(kind.fts.{query},kind.eq.palm)"}]:
+            body = assert_table_error(reader.request("GET", "readings", params=params), 400, "PGRST100")
+            assert "in tsquery" in (body["details"] or ""), body
+
+
 def test_in_with_commas_and_quotes(reader):
     r1, r2, r3, r4 = reader.rows
     selected = reader.table("readings").select("id").in_("content->>note", ["a,b (c)", 'say "hi"']).order("created_at")
@@ -481,6 +497,26 @@ def test_an_inner_embedding_with_a_filter_on_users(server, app):
     assert dropped.status_code == 200 and dropped.json() == [], dropped.text
     embedded = guest.request("GET", "users?select=id,readings(kind)")
     assert embedded.json() == [{"id": guest.user_id, "readings": [{"kind": "face"}]}]
+
+
+def test_a_null_filter_on_an_embedding_is_an_anti_join_or_an_inner_join(noted):
+    a, b = noted.a["id"], noted.b["id"]
+    without = noted.request("GET", "readings?select=id,reading_notes()&reading_notes=is.null", {"Prefer": "count=exact"})
+    assert without.status_code == 200, without.text
+    assert without.json() == [{"id": b}], "an empty embedding filters without appearing in the answer"
+    assert without.headers["Content-Range"] == "0-0/1"
+    with_notes = noted.table("readings").select("id, reading_notes()").not_.is_("reading_notes", "null").execute().data
+    assert with_notes == [{"id": a}]
+    # Inside or=, and with an embedded filter narrowing what counts as a match.
+    either = noted.request("GET", "readings?select=id,reading_notes()&reading_notes.body=eq.y"
+                                  "&or=(reading_notes.not.is.null,kind.eq.face)&order=created_at")
+    assert ids(either.json()) == [a, b], either.text
+    only_b = noted.request("GET", "readings?select=id,reading_notes()&reading_notes.body=eq.zzz"
+                                  "&or=(reading_notes.not.is.null,kind.eq.face)")
+    assert ids(only_b.json()) == [b], only_b.text
+    nested = noted.request("GET", "users?select=readings(kind,reading_notes())&readings.reading_notes=not.is.null")
+    assert nested.status_code == 200, nested.text
+    assert nested.json() == [{"readings": [{"kind": "palm"}]}]
 
 
 def test_embed_after_a_write(noted):

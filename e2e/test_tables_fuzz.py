@@ -5,7 +5,8 @@ built wrong), and every error body is PostgREST's four keys with a string code.
 
 Random operators (with not., (any)/(all), fts configs), quoting and backslash escapes, percent-encoding (full, partial,
 `+` for spaces, stray `%`), huge in.() lists, deep or/and trees, select strings with aliases, casts, JSON paths,
-embeddings (`users`, `reading_notes` when present, hints, !inner, spreads, aggregates), order/limit/offset, on
+embeddings (`users`, `reading_notes` when present, hints, !inner, spreads, aggregates, null filters on their names),
+order/limit/offset, on
 embeddings too. Bounded: a fixed number of examples per property (900 requests in all, well under a minute, checked
 by the last test), no deadline, no example database on disk.
 """
@@ -90,7 +91,8 @@ def check(response: httpx.Response, what: str) -> None:
 
 # ---------------------------------------------------------------- strategies
 
-COLUMNS = ["id", "app_id", "user_id", "kind", "content", "created_at"]
+# Column names, and embedding names (a null filter on an embedding's name is an existence test).
+COLUMNS = ["id", "app_id", "user_id", "kind", "content", "created_at", "users", "reading_notes"]
 RESERVED = ',.:()"\\*%{}[]!&=+ -><@|;\''
 NAME_CHARS = string.ascii_letters + string.digits + "_" + RESERVED + "é\u00a0日\t"
 OPERATORS = ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "match", "imatch", "is", "isdistinct", "in",

@@ -1055,6 +1055,21 @@ CREATE FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash tex
 COMMENT ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) IS 'GuestPass server: merges a guest into the caller''s account (claims sub and app_id). The guest is proven by its refresh token: p_token_hash (lowercase hex SHA-256) of a live token of live session p_session_id in the caller''s app. Moves every row referencing the guest''s public.users.id in public and p_schemas (from the catalog) to the caller, the credits through the ledger (merge_out / merge_in, idempotency key merge:<guest>), each day''s usage (added), the welcome-grant mark; runs public.guestpass_on_merge(p_from, p_to) when the app defines it; deletes the guest with its sessions. Returns status merged with the guest id, the credits moved, the account''s balance and the rows moved per table; or refresh_token_not_found (unknown, revoked, another app''s, or already merged), same_user, not_a_guest (the token''s user is not anonymous), changing nothing. A unique-key conflict raises 23505 and rolls everything back. Both users are locked in id order first: concurrent merges of one guest run one at a time.';
 
 --
+-- Name: parse_tsquery(regconfig, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) RETURNS tsquery
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/12_table_api.sql, sha256 8d204b21dcbec7fb $$;
+
+--
+-- Name: FUNCTION parse_tsquery(p_config regconfig, p_query text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) IS 'GuestPass server: to_tsquery(p_config, p_query) (the default configuration when p_config is null); a query it cannot parse raises SQLSTATE PGRST with message PGRST100 and PostgreSQL''s message as the detail.';
+
+--
 -- Name: realtime_broadcast(uuid, text, text, jsonb, uuid); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -3543,6 +3558,15 @@ GRANT ALL ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p
 
 REVOKE ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]) TO authenticated;
+
+--
+-- Name: FUNCTION parse_tsquery(p_config regconfig, p_query text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) TO authenticated;
+GRANT ALL ON FUNCTION guestpass_server.parse_tsquery(p_config regconfig, p_query text) TO service_role;
 
 --
 -- Name: FUNCTION realtime_broadcast(p_app uuid, p_topic text, p_event text, p_payload jsonb, p_origin uuid); Type: ACL; Schema: guestpass_server; Owner: -

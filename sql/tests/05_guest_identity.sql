@@ -171,6 +171,10 @@ select is(
         'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.devicecheck_take_lease to authenticated',
         'guestpass_server.merge_guest to authenticated',
+        -- the table API's fts filter (to_tsquery, a refusal as PGRST100): every request role reads tables
+        'guestpass_server.parse_tsquery to anon',
+        'guestpass_server.parse_tsquery to authenticated',
+        'guestpass_server.parse_tsquery to service_role',
         -- Realtime (13_realtime.sql): the server calls these as its login role, outside request transactions.
         'guestpass_server.realtime_broadcast to guestpass_authenticator',
         'guestpass_server.realtime_live_sessions to guestpass_authenticator',

@@ -164,9 +164,12 @@ extension APIError {
         switch state {
         case .postgREST:
             // Raised by the table API's statements (`guestpass_server.refuse_table_result`) so the transaction rolls back:
-            // the message is the PostgREST code, the detail the row count.
+            // the message is the PostgREST code, the detail the row count; or by `guestpass_server.parse_tsquery`, the
+            // detail PostgreSQL's complaint about an `fts` filter's query.
             let rows = error.detail ?? "0"
             switch error.message {
+            case PostgRESTCode.queryParse:
+                return APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Invalid full-text search query", details: error.detail)
             case PostgRESTCode.notSingular: return TableResponse.notSingular(Int(rows) ?? 0)
             case PostgRESTCode.maxAffected:
                 return APIError(

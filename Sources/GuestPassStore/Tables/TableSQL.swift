@@ -56,11 +56,22 @@ struct TableSQL {
 
     // MARK: Filters
 
+    /// The SQL of an embedding's existence test (`EXISTS (SELECT 1 FROM … WHERE join AND filters)`), its parameters
+    /// bound where it is used.
+    typealias ExistsTest = (inout TableSQL) -> String
+
     /// The SQL of `filter` on the relation aliased `table` (`relation` gives column types: full-text search wraps a
     /// column that is not a `tsvector` in `to_tsvector`).
-    mutating func condition(_ filter: Filter, on table: String, relation: Relation?) -> String {
-        let lhs = self.expression(filter.field, on: table)
+    /// `embeddings` are the existence tests of the node's embeddings by name: `rel=is.null` is a `NOT EXISTS` of a
+    /// matching row (an anti-join), `rel=not.is.null` an `EXISTS`, as PostgREST reads a null filter on an embedding's
+    /// name.
+    mutating func condition(_ filter: Filter, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> String {
         let condition = filter.condition
+        if filter.field.jsonPath.isEmpty, condition.value == .keyword(.null), let exists = embeddings[filter.field.column] {
+            let test = exists(&self)
+            return condition.negated ? test : "NOT \(test)"
+        }
+        let lhs = self.expression(filter.field, on: table)
         let sql: String
         switch condition.value {
         case .keyword(let keyword):
@@ -87,7 +98,9 @@ struct TableSQL {
                 condition.op.rawValue]!
             let language = condition.language.map { self.bind($0) + "::regconfig, " } ?? ""
             let vector = columnType == "tsvector" ? lhs : "to_tsvector(\(language)\(lhs))"
-            return "\(vector) @@ \(function)(\(language)\(self.bind(text)))"
+            guard condition.op == .fts else { return "\(vector) @@ \(function)(\(language)\(self.bind(text)))" }
+            // to_tsquery's syntax can be refused: parsed once, a refusal answered as PostgREST's parse error.
+            return "\(vector) @@ (SELECT guestpass_server.parse_tsquery(\(condition.language == nil ? "NULL, " : language)\(self.bind(text))))"
         case .in: return "\(lhs) = ANY(\(self.bind(text)))"
         case .is: return "\(lhs) IS NULL"
         default: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.bind(text))"
@@ -120,21 +133,21 @@ struct TableSQL {
     }
 
     /// The SQL of a logic tree.
-    mutating func logic(_ group: LogicGroup, on table: String, relation: Relation?) -> String {
+    mutating func logic(_ group: LogicGroup, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> String {
         let parts = group.children.map { child -> String in
             switch child {
-            case .filter(let filter): return self.condition(filter, on: table, relation: relation)
-            case .group(let inner): return self.logic(inner, on: table, relation: relation)
+            case .filter(let filter): return self.condition(filter, on: table, relation: relation, embeddings: embeddings)
+            case .group(let inner): return self.logic(inner, on: table, relation: relation, embeddings: embeddings)
             }
         }
         let joined = parts.isEmpty ? (group.op == .and ? "TRUE" : "FALSE") : parts.joined(separator: group.op == .and ? " AND " : " OR ")
         return group.negated ? "NOT (\(joined))" : "(\(joined))"
     }
 
-    /// The conditions of a node's modifiers, ANDed (empty: none).
-    mutating func conditions(_ modifiers: NodeModifiers, on table: String, relation: Relation?) -> [String] {
-        modifiers.filters.map { self.condition($0, on: table, relation: relation) }
-            + modifiers.logic.map { self.logic($0, on: table, relation: relation) }
+    /// The conditions of a node's modifiers, ANDed (empty: none); `embeddings` as for `condition`.
+    mutating func conditions(_ modifiers: NodeModifiers, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> [String] {
+        modifiers.filters.map { self.condition($0, on: table, relation: relation, embeddings: embeddings) }
+            + modifiers.logic.map { self.logic($0, on: table, relation: relation, embeddings: embeddings) }
     }
 
     /// ` ORDER BY …` (empty without terms).

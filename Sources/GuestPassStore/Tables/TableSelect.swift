@@ -35,19 +35,30 @@ struct SelectListBuilder {
                     let spread = self.spread(node, sql: &sql)
                     built.columns += spread.columns
                     built.joins.append(spread.join)
-                } else {
-                    built.columns.append((self.embedded(node), embedding.name))
+                } else if !Self.selectsNothing(embedding.items) {
+                    built.columns.append((self.embedded(node, sql: &sql), embedding.name))
                 }
-                if let exists = node.exists { built.innerConditions.append(exists) }
+                if embedding.isInner { built.innerConditions.append(node.exists(&sql)) }
+                built.existsTests[embedding.name] = node.exists
             }
         }
         return built
     }
 
-    /// One embedded or spread relation, built up to its rows: the FROM … WHERE of the target under `alias` (joined to
-    /// the parent, with the embedded filters and its own children's joins and `!inner` conditions), its select list,
-    /// order and range, and for `!inner` the `EXISTS` test the parent's WHERE adds. (Every parameter bound must appear
-    /// in the statement: PostgreSQL cannot type an unused one.)
+    /// Whether an embedding of `items` selects no column at any depth (`rel()`, `rel(other())`): PostgREST leaves it
+    /// out of the answer; it still filters through `!inner` or `rel=not.is.null`.
+    static func selectsNothing(_ items: [SelectItem]) -> Bool {
+        items.allSatisfy { item in
+            guard case .embed(let embedding) = item else { return false }
+            return Self.selectsNothing(embedding.items)
+        }
+    }
+
+    /// One embedded or spread relation: its select list on the target under a fresh alias, the FROM … WHERE of its
+    /// rows (joined to the parent, with the embedded filters and its own children's joins and `!inner` conditions),
+    /// and the `EXISTS` test of a matching row that `!inner` and `rel=not.is.null` use. The rows and the test are
+    /// built where they are used: every parameter bound must appear in the statement (PostgreSQL cannot type an
+    /// unused one).
     private mutating func node(
         _ embedding: Embedding, parent: Relation, parentTable: String, path: [String], sql: inout TableSQL
     ) throws -> EmbeddedNode {
@@ -61,35 +72,35 @@ struct SelectListBuilder {
         let relationship = try self.catalog.relationship(from: parent, to: embedding.relation, hint: embedding.hint)
         let target = relationship.target
         let modifiers = self.query.embedded[childPath] ?? NodeModifiers()
-
-        func joinAndFilters(_ alias: String, _ sql: inout TableSQL) -> String {
-            let joins = relationship.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
-            return (joins + sql.conditions(modifiers, on: alias, relation: target)).joined(separator: " AND ")
-        }
-
         let alias = sql.alias(for: target.name)
         let list = try self.build(embedding.items, relation: target, table: alias, path: childPath, sql: &sql)
-        let conditions = ([joinAndFilters(alias, &sql)] + list.innerConditions).joined(separator: " AND ")
-        var node = EmbeddedNode(
+        let maxRows = self.maxRows
+
+        let joinAndFilters = { (alias: String, sql: inout TableSQL) -> String in
+            let joins = relationship.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
+            return (joins + sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)).joined(separator: " AND ")
+        }
+        return EmbeddedNode(
             isToOne: relationship.isToOne, list: list,
-            from: "FROM \(TableSQL.qualified(target)) AS \(alias)\(list.joins.joined()) WHERE \(conditions)")
-        if !relationship.isToOne {
-            node.order = sql.orderBy(modifiers.order, on: alias)
-            node.range = sql.range(limit: min(modifiers.limit ?? self.maxRows, self.maxRows), offset: modifiers.offset)
-        }
-        if embedding.isInner {
-            let existsAlias = sql.alias(for: target.name)
-            node.exists = "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
-        }
-        return node
+            rows: { sql in
+                let conditions = ([joinAndFilters(alias, &sql)] + list.innerConditions).joined(separator: " AND ")
+                let from = "FROM \(TableSQL.qualified(target)) AS \(alias)\(list.joins.joined()) WHERE \(conditions)"
+                guard !relationship.isToOne else { return from + " LIMIT 1" }
+                let order = sql.orderBy(modifiers.order, on: alias)
+                return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
+            },
+            exists: { sql in
+                let existsAlias = sql.alias(for: target.name)
+                return "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
+            })
     }
 
     /// An embedding's scalar subquery: an object or `null` for a to-one target, an array (`[]` for none) for a to-many.
-    private func embedded(_ node: EmbeddedNode) -> String {
-        let rows = "SELECT \(node.list.selectList) \(node.from)"
+    private func embedded(_ node: EmbeddedNode, sql: inout TableSQL) -> String {
+        let rows = "SELECT \(node.list.selectList) \(node.rows(&sql))"
         return node.isToOne
-            ? "(SELECT row_to_json(_e) FROM (\(rows) LIMIT 1) AS _e)"
-            : "(SELECT coalesce(json_agg(_e), '[]') FROM (\(rows)\(node.order)\(node.range)) AS _e)"
+            ? "(SELECT row_to_json(_e) FROM (\(rows)) AS _e)"
+            : "(SELECT coalesce(json_agg(_e), '[]') FROM (\(rows)) AS _e)"
     }
 
     /// A spread's lateral join and the columns it lifts into the parent: a to-one target's values (`null` without a
@@ -100,14 +111,14 @@ struct SelectListBuilder {
         let alias = sql.alias(for: "spread")
         let positional = node.list.columns.indices.map { TableSQL.quoted("c\($0 + 1)") }
         let inner = zip(node.list.columns, positional).map { "\($0.0.expression) AS \($0.1)" }.joined(separator: ", ")
-        let rows = "SELECT \(inner) \(node.from)"
+        let rows = "SELECT \(inner) \(node.rows(&sql))"
         let subquery: String
         if node.isToOne {
-            subquery = "\(rows) LIMIT 1"
+            subquery = rows
         } else {
             // GROUP BY (): one row even when the spread selects no column (an aggregate-free select would give one per row).
             let arrays = positional.map { "coalesce(json_agg(_s.\($0)), '[]') AS \($0)" }.joined(separator: ", ")
-            subquery = "SELECT \(arrays) FROM (\(rows)\(node.order)\(node.range)) AS _s GROUP BY ()"
+            subquery = "SELECT \(arrays) FROM (\(rows)) AS _s GROUP BY ()"
         }
         let columns = zip(node.list.columns, positional).map { (alias + "." + $0.1, $0.0.name) }
         return (columns, " LEFT JOIN LATERAL (\(subquery)) AS \(alias) ON TRUE")
@@ -131,24 +142,25 @@ struct SelectListBuilder {
     }
 }
 
-/// A node's select list as built: its columns, the lateral joins its spreads add to its FROM, and the conditions its
-/// `!inner` embeddings add to its WHERE.
+/// A node's select list as built: its columns, the lateral joins its spreads add to its FROM, the conditions its
+/// `!inner` embeddings add to its WHERE, and the existence test of each embedding by the name filters use
+/// (`rel=not.is.null`).
 struct SelectList {
     var columns: [(expression: String, name: String)] = []
     var joins: [String] = []
     var innerConditions: [String] = []
+    var existsTests: [String: TableSQL.ExistsTest] = [:]
 
     /// `expression AS "name", …` (empty for no column: `SELECT FROM …` is valid and gives `{}` per row).
     var selectList: String { self.columns.map { "\($0.expression) AS \(TableSQL.quoted($0.name))" }.joined(separator: ", ") }
 }
 
-/// An embedded or spread relation built up to its rows (see `SelectListBuilder.node`).
+/// An embedded or spread relation (see `SelectListBuilder.node`).
 private struct EmbeddedNode {
     let isToOne: Bool
     let list: SelectList
-    /// `FROM target AS alias [its spreads' joins] WHERE join AND filters AND its !inner conditions`.
-    let from: String
-    var order = ""
-    var range = ""
-    var exists: String?
+    /// `FROM target AS alias [its spreads' joins] WHERE join AND filters AND its !inner conditions [ORDER, LIMIT …]`.
+    let rows: (inout TableSQL) -> String
+    /// `EXISTS (SELECT 1 FROM target AS fresh_alias WHERE join AND filters)`.
+    let exists: TableSQL.ExistsTest
 }

@@ -83,7 +83,7 @@ public enum TableStatements {
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
         let list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
         try self.requireEmbedded(plan.query, select.embeddedPaths)
-        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + list.innerConditions
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
         let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(list.joins.joined())" + self.whereClause(conditions)
         let order = sql.orderBy(plan.query.root.order, on: table)
         let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
@@ -92,7 +92,8 @@ public enum TableStatements {
         if plan.wantsCount {
             // The same filters again (their parameters bound anew): a count of what the policies let the caller see.
             // A spread's join never changes the row count (one row a parent), so the count needs none.
-            let countConditions = sql.conditions(plan.query.root, on: table, relation: plan.relation) + list.innerConditions
+            let countConditions =
+                sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
             total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(self.whereClause(countConditions)))"
         }
         let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan)
