@@ -660,6 +660,12 @@ def test_errors_have_postgrests_codes_and_shape(server, app):
     assert_table_error(guest.request("GET", "readings?select=kind,,"), 400, "PGRST100")
     assert_table_error(guest.request("GET", "readings?or=(kind.eq.palm"), 400, "PGRST100")
     assert_table_error(guest.request("GET", "readings?order=kind.sideways"), 400, "PGRST100")
+    for aggregate in ["count()", "total:count()::int", "kind,content->lines.sum()", "id,reading_notes(id.count())"]:
+        assert_table_error(guest.request("GET", "readings", params={"select": aggregate}), 400, "PGRST123",
+                           message="Use of aggregate functions is not allowed")
+    assert_table_error(guest.request("POST", "readings?select=count()", {"Prefer": "return=representation"},
+                                     json={"kind": "face"}), 400, "PGRST123")
+    assert guest.table("readings").select("id").eq("kind", "face").execute().data == [], "the refused write wrote nothing"
     assert_table_error(guest.request("GET", "readings?limit=-1"), 416, "PGRST103",
                        details="Limit should be greater than or equal to zero.")
     assert_table_error(guest.request("GET", "readings?id=eq.not-a-uuid"), 400, "22P02")

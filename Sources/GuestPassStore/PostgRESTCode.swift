@@ -28,6 +28,8 @@ public enum PostgRESTCode {
     public static let unsupportedMethod = "PGRST117"
     /// 400: an unknown preference under `handling=strict`.
     public static let invalidPreferences = "PGRST122"
+    /// 400: `select` uses an aggregate (`count()`, `col.sum()`), which PostgREST refuses unless enabled.
+    public static let aggregatesNotAllowed = "PGRST123"
     /// 400: more rows affected than `max-affected` allows (`handling=strict`).
     public static let maxAffected = "PGRST124"
     /// 400: a feature the server does not implement.

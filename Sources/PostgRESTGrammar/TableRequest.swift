@@ -55,12 +55,23 @@ public struct SelectField: Sendable, Hashable {
     public var alias: String?
     /// The type after `::`, as written (letters, digits, `_`, space, `$` only; the parser refuses anything else).
     public var cast: String?
+    /// `.sum()` …, or `count()` (whose field is `*`).
+    public var aggregate: AggregateFunction?
+    /// The type after the aggregate's `::`.
+    public var aggregateCast: String?
 
-    public init(field: FieldPath, alias: String? = nil, cast: String? = nil) {
+    public init(field: FieldPath, alias: String? = nil, cast: String? = nil, aggregate: AggregateFunction? = nil, aggregateCast: String? = nil) {
         self.field = field
         self.alias = alias
         self.cast = cast
+        self.aggregate = aggregate
+        self.aggregateCast = aggregateCast
     }
+}
+
+/// An aggregate of `select=` (PostgREST's `db-aggregates-enabled`; refused here, as by PostgREST's default).
+public enum AggregateFunction: String, Sendable, Hashable {
+    case sum, avg, count, max, min
 }
 
 /// A relation embedded through a foreign key: `alias:relation!hint(items…)`, `relation!inner(…)`, `...relation(…)`.

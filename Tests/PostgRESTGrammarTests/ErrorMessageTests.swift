@@ -94,8 +94,9 @@ import Testing
         Self.expectError(
             "select", "data->>-78xy", message: #""failed to parse select parameter (data->>-78xy)" (line 1, column 11)"#,
             details: #"unexpected 'x' expecting digit, "->", "::", ".", "," or end of input"#)
-        // PostgREST also lists the aggregate's "." (not supported here) among what it expects.
-        Self.expectError("select", "name!hint", message: #""failed to parse select parameter (name!hint)" (line 1, column 5)"#, details: nil)
+        Self.expectError(
+            "select", "name!hint", message: #""failed to parse select parameter (name!hint)" (line 1, column 5)"#,
+            details: #"unexpected '!' expecting letter, digit, "-", "->>", "->", "::", ".", ")", "," or end of input"#)
         Self.expectError(
             "select", "id,clients(name[])", message: #""failed to parse select parameter (id,clients(name[]))" (line 1, column 16)"#, details: nil)
     }

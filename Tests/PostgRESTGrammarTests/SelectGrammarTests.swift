@@ -67,6 +67,23 @@ import Testing
                 ])
     }
 
+    /// PostgREST's `pFieldSelect` doctests and aggregate forms (the table API refuses them; see `TableTests`).
+    @Test func aggregatesParseAsInPostgREST() throws {
+        #expect(
+            try Self.select("count(),n:count()::int,id.sum(),amount::int.avg()::text,data->a.max(),m:x.min(),c.count()")
+                == [
+                    .field(SelectField(field: field("*"), aggregate: .count)),
+                    .field(SelectField(field: field("*"), alias: "n", aggregate: .count, aggregateCast: "int")),
+                    .field(SelectField(field: field("id"), aggregate: .sum)),
+                    .field(SelectField(field: field("amount"), cast: "int", aggregate: .avg, aggregateCast: "text")),
+                    .field(SelectField(field: field("data", [JSONPathStep(arrow: .json, key: .name("a"))]), aggregate: .max)),
+                    .field(SelectField(field: field("x"), alias: "m", aggregate: .min)),
+                    .field(SelectField(field: field("c"), aggregate: .count)),
+                ])
+        // `count` is no embedding's name: `count(*)` is not an embedding of a relation called count.
+        #expect(grammarError([("select", "count(*)")])?.code == "PGRST100")
+    }
+
     @Test func spreadsWithHintAndJoinTypeBesideEmbeddings() throws {
         #expect(
             try Self.select("*,...client(*),other(*),...films!director_fk!inner(t:title,...specs(runtime)), ...empty()")
@@ -103,7 +120,7 @@ import Testing
             ])
     }
 
-    @Test(arguments: ["count()", "id.sum()", "id::text;drop table x", "id::text'", "name!hint", "rel->path(*)", #""unterminated"#])
+    @Test(arguments: ["id.sum(", "count()x", "id.total()", "id::text;drop table x", "id::text'", "name!hint", "rel->path(*)", #""unterminated"#])
     func unsupportedOrMalformedItemsAreGrammarErrors(_ text: String) {
         let error = grammarError([("select", text)])
         #expect(error?.code == "PGRST100", "\(text)")

@@ -26,6 +26,12 @@ struct SelectListBuilder {
             case .star:
                 built.columns += relation.columns.map { (table + "." + TableSQL.quoted($0.name), $0.name) }
             case .field(let field):
+                guard field.aggregate == nil else {
+                    // PostgREST's default (`db-aggregates-enabled` off): an aggregate would let any caller run
+                    // whole-table computations.
+                    throw PostgRESTRefusal(
+                        .badRequest, code: PostgRESTCode.aggregatesNotAllowed, message: "Use of aggregate functions is not allowed")
+                }
                 var expression = sql.expression(field.field, on: table)
                 if let cast = field.cast { expression = "CAST(\(expression) AS \(try Self.castType(cast)))" }
                 built.columns.append((expression, TableSQL.outputName(field)))

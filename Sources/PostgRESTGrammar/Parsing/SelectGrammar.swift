@@ -2,8 +2,8 @@
 /// `alias:field->path::cast`, an embedding `alias:relation!hint!inner(items…)`, or a spread `...relation!hint!inner(items…)`
 /// (no alias: its columns answer under their own names).
 ///
-/// Not supported (they fail to parse, as a 400 `PGRST100`): aggregates `count()`, `col.sum()`, and a cast after an
-/// aggregate. Embeddings nest at most `maximumDepth` deep.
+/// Aggregates (`count()`, `col.sum()::int`) parse; the table API refuses them as PostgREST does while they are
+/// disabled (its default). Embeddings nest at most `maximumDepth` deep.
 enum SelectGrammar {
     typealias P = Primitive
     typealias N = NameGrammar
@@ -85,19 +85,41 @@ enum SelectGrammar {
     /// `alias:` (a single `:`; `::` starts a cast).
     private static var alias: Parser<String?> { N.fieldName.skip(P.char(":").then(P.notFollowedBy(P.char(":")))).attempt.optional }
 
-    /// `pFieldSelect` without its aggregate forms: `*` or `alias:field->path::cast`, followed by `)`, `,` or the end.
+    /// `pFieldSelect`: `*`, `alias:count()::cast`, or `alias:field->path::cast.sum()::cast`, followed by `)`, `,` or
+    /// the end. Aggregates parse (so that they are refused as PostgREST refuses them while they are disabled, 400
+    /// `PGRST123`, not as a parse error).
     private static var field: Parser<SelectItem> {
         let end = P.string(")").lookAhead.attempt.then(Parser<Void>.pure(()))
             .or(P.string(",").lookAhead.attempt.then(.pure(())))
             .or(P.endOfInput.attempt)
+        let castSuffix = P.string("::").then(N.identifier).optional
         let star = P.string("*").skip(end).attempt.map { _ in SelectItem.star }
+        let count = Self.alias.flatMap { alias in
+            P.string("count()").then(castSuffix).skip(end).map { aggregateCast in
+                SelectItem.field(SelectField(field: FieldPath(column: "*"), alias: alias, aggregate: .count, aggregateCast: aggregateCast))
+            }
+        }.attempt
         let field = Self.alias.flatMap { alias in
             N.field.flatMap { field in
-                P.string("::").then(N.identifier).optional.skip(end).map { cast in
-                    SelectItem.field(SelectField(field: field, alias: alias, cast: cast))
+                castSuffix.flatMap { cast in
+                    P.char(".").then(Self.aggregate).skip(P.string("()")).attempt.optional.flatMap { aggregate in
+                        castSuffix.skip(end).map { aggregateCast in
+                            SelectItem.field(
+                                SelectField(field: field, alias: alias, cast: cast, aggregate: aggregate, aggregateCast: aggregateCast))
+                        }
+                    }
                 }
             }
         }
-        return P.lexeme(star.or(field))
+        return P.lexeme(star.or(count).or(field))
+    }
+
+    /// `pAggregation`: `sum`, `avg`, `count`, `max`, `min`.
+    private static var aggregate: Parser<AggregateFunction> {
+        P.string("sum").map { _ in AggregateFunction.sum }
+            .or(P.string("avg").map { _ in .avg })
+            .or(P.string("count").map { _ in .count })
+            .or(P.string("max").attempt.map { _ in .max })
+            .or(P.string("min").attempt.map { _ in .min })
     }
 }
