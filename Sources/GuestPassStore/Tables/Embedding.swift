@@ -1,6 +1,7 @@
 import PostgRESTGrammar
 
-/// The relationship an embedding follows: a foreign key between the parent and the target, seen from the parent.
+/// The relationship an embedding follows: a foreign key between the parent and the target, seen from the parent, or
+/// two foreign keys of a junction table (many-to-many).
 struct Relationship {
     enum Cardinality {
         /// The parent holds the foreign key: one target row or none (an object or `null`).
@@ -9,15 +10,47 @@ struct Relationship {
         case oneToMany
         /// The target holds the foreign key on a unique key: one row or none (an object or `null`).
         case oneToOne
+        /// A junction table holds a foreign key to each, both within its primary key: an array of target rows.
+        case manyToMany
     }
 
+    /// A junction table and how its columns meet the target's and the parent's.
+    struct Junction {
+        let relation: Relation
+        let toTarget: [(junction: String, target: String)]
+        let toParent: [(junction: String, parent: String)]
+    }
+
+    /// The foreign key followed (for many-to-many, the junction's key to the target).
     let foreignKey: ForeignKey
     let target: Relation
     let cardinality: Cardinality
-    /// The join: pairs of (target column, parent column) that must be equal.
+    /// The join of a direct relationship: pairs of (target column, parent column) that must be equal.
     let joins: [(target: String, parent: String)]
+    let junction: Junction?
 
-    var isToOne: Bool { self.cardinality != .oneToMany }
+    init(foreignKey: ForeignKey, target: Relation, cardinality: Cardinality, joins: [(target: String, parent: String)], junction: Junction? = nil) {
+        self.foreignKey = foreignKey
+        self.target = target
+        self.cardinality = cardinality
+        self.joins = joins
+        self.junction = junction
+    }
+
+    var isToOne: Bool { self.cardinality == .manyToOne || self.cardinality == .oneToOne }
+
+    /// What ties a target row (aliased `alias`) to the parent row (aliased `parentTable`): a join to the junction
+    /// (under a fresh alias, inner, so that a spread's lateral joins after it still see the target) and the
+    /// conditions for the WHERE.
+    func join(target alias: String, parent parentTable: String, sql: inout TableSQL) -> (from: String, conditions: [String]) {
+        guard let junction else {
+            return ("", self.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" })
+        }
+        let junctionAlias = sql.alias(for: junction.relation.name)
+        let on = junction.toTarget.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(alias).\(TableSQL.quoted($0.target))" }
+        let conditions = junction.toParent.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
+        return (" JOIN \(TableSQL.qualified(junction.relation)) AS \(junctionAlias) ON \(on.joined(separator: " AND "))", conditions)
+    }
 }
 
 extension RelationCatalog {
@@ -50,6 +83,7 @@ extension RelationCatalog {
                         joins: Array(zip(key.columns, key.referencedColumns)).map { (target: $0.0, parent: $0.1) }))
             }
         }
+        candidates += self.manyToMany(from: parent, to: name, junctionHint: hint)
         if candidates.count == 1 { return candidates[0] }
         if candidates.isEmpty {
             throw PostgRESTRefusal(
@@ -58,9 +92,12 @@ extension RelationCatalog {
                 hint: "Embeddings follow foreign keys between tables of the exposed schemas"
             )
         }
-        let choices = candidates.map { "'\(name)!\($0.foreignKey.name)'" }.joined(separator: ", ")
+        let choices = candidates.map { "'\(name)!\($0.junction?.relation.name ?? $0.foreignKey.name)'" }.joined(separator: ", ")
         let details = candidates.map { candidate in
-            "\(candidate.cardinality) via \(candidate.foreignKey.name) (\(candidate.foreignKey.table)(\(candidate.foreignKey.columns.joined(separator: ", "))) → \(candidate.foreignKey.referencedTable)(\(candidate.foreignKey.referencedColumns.joined(separator: ", "))))"
+            let key = candidate.foreignKey
+            let via = candidate.junction.map { " through \($0.relation.name)" } ?? ""
+            return
+                "\(candidate.cardinality) via \(key.name) (\(key.table)(\(key.columns.joined(separator: ", "))) → \(key.referencedTable)(\(key.referencedColumns.joined(separator: ", "))))\(via)"
         }.joined(separator: "; ")
         throw PostgRESTRefusal(
             .multipleChoices, code: PostgRESTCode.ambiguousRelationship,
@@ -68,5 +105,31 @@ extension RelationCatalog {
             details: details,
             hint: "Try changing '\(name)' to one of the following: \(choices). Find the desired relationship in the 'details' key."
         )
+    }
+
+    /// The many-to-many relationships from `parent` to the relation named `name`, as PostgREST finds them: a table of
+    /// the exposed schemas with a foreign key to each whose columns all lie in its primary key (the junction), matched
+    /// by the target's name only and narrowed by `hint` to the junction's name.
+    private func manyToMany(from parent: Relation, to name: String, junctionHint hint: String?) -> [Relationship] {
+        var found: [Relationship] = []
+        for toParent in self.foreignKeys where toParent.referencedSchema == parent.schema && toParent.referencedTable == parent.name {
+            guard let junction = self.relation(schema: toParent.schema, name: toParent.table), hint == nil || hint == junction.name else { continue }
+            for toTarget in self.foreignKeys
+            where toTarget.name != toParent.name && toTarget.schema == junction.schema && toTarget.table == junction.name
+                && toTarget.referencedTable == name
+            {
+                guard let target = self.relation(schema: toTarget.referencedSchema, name: toTarget.referencedTable),
+                    Set(toParent.columns + toTarget.columns).isSubset(of: junction.primaryKey)
+                else { continue }
+                found.append(
+                    Relationship(
+                        foreignKey: toTarget, target: target, cardinality: .manyToMany, joins: [],
+                        junction: Relationship.Junction(
+                            relation: junction,
+                            toTarget: zip(toTarget.columns, toTarget.referencedColumns).map { (junction: $0.0, target: $0.1) },
+                            toParent: zip(toParent.columns, toParent.referencedColumns).map { (junction: $0.0, parent: $0.1) })))
+            }
+        }
+        return found
     }
 }

@@ -82,22 +82,25 @@ struct SelectListBuilder {
         let list = try self.build(embedding.items, relation: target, table: alias, path: childPath, sql: &sql)
         let maxRows = self.maxRows
 
-        let joinAndFilters = { (alias: String, sql: inout TableSQL) -> String in
-            let joins = relationship.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
-            return (joins + sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)).joined(separator: " AND ")
+        /// `FROM target AS alias [JOIN junction …]` and the WHERE conditions of the join and the embedded filters.
+        let joinAndFilters = { (alias: String, sql: inout TableSQL) -> (from: String, conditions: String) in
+            let join = relationship.join(target: alias, parent: parentTable, sql: &sql)
+            let filters = sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)
+            return ("FROM \(TableSQL.qualified(target)) AS \(alias)\(join.from)", (join.conditions + filters).joined(separator: " AND "))
         }
         return EmbeddedNode(
             isToOne: relationship.isToOne, list: list,
             rows: { sql in
-                let conditions = ([joinAndFilters(alias, &sql)] + list.innerConditions).joined(separator: " AND ")
-                let from = "FROM \(TableSQL.qualified(target)) AS \(alias)\(list.joins.joined()) WHERE \(conditions)"
+                let joined = joinAndFilters(alias, &sql)
+                let conditions = ([joined.conditions] + list.innerConditions).joined(separator: " AND ")
+                let from = "\(joined.from)\(list.joins.joined()) WHERE \(conditions)"
                 guard !relationship.isToOne else { return from + " LIMIT 1" }
                 let order = sql.orderBy(modifiers.order, on: alias)
                 return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
             },
             exists: { sql in
-                let existsAlias = sql.alias(for: target.name)
-                return "EXISTS (SELECT 1 FROM \(TableSQL.qualified(target)) AS \(existsAlias) WHERE \(joinAndFilters(existsAlias, &sql)))"
+                let joined = joinAndFilters(sql.alias(for: target.name), &sql)
+                return "EXISTS (SELECT 1 \(joined.from) WHERE \(joined.conditions))"
             })
     }
 
