@@ -140,6 +140,27 @@ def test_full_text_search_and_a_query_it_cannot_parse(reader):
             assert "in tsquery" in (body["details"] or ""), body
 
 
+def test_csv_is_postgrest_text(reader):
+    raw = reader.request("GET", "readings", {"Accept": "text/csv"},
+                         params={"select": "kind,n:content->lines,note:content->>note", "order": "created_at"})
+    assert raw.status_code == 200 and raw.headers["content-type"] == "text/csv; charset=utf-8", raw.text
+    assert raw.text == 'kind,n,note\nface,,\npalm,3,"a,b (c)"\ncoffee,3,"say ""hi"""\npalm,,"50% off"'
+    through_client = reader.table("readings").select("kind").order("created_at").limit(2).csv().execute()
+    assert through_client.data == "kind\nface\npalm"
+    none = reader.request("GET", "readings", {"Accept": "text/csv"}, params={"kind": "eq.tarot"})
+    assert none.status_code == 200 and none.text == "\n", "no row: no header either, as in PostgREST"
+    head = reader.request("HEAD", "readings", {"Accept": "text/csv", "Prefer": "count=exact"})
+    assert head.status_code == 200 and head.content == b"" and head.headers["content-range"] == "0-3/4"
+
+
+def test_csv_after_a_write(server, app):
+    guest = Guest(server, app)
+    raw = guest.request("POST", "readings?select=kind,created_at", {"Accept": "text/csv", "Prefer": "return=representation"},
+                        json=[{"kind": "face", "created_at": "2026-05-01T10:00:00+00:00"}])
+    assert raw.status_code == 201 and raw.headers["content-type"] == "text/csv; charset=utf-8", raw.text
+    assert raw.text == 'kind,created_at\nface,"2026-05-01 10:00:00+00"', raw.text
+
+
 def test_in_with_commas_and_quotes(reader):
     r1, r2, r3, r4 = reader.rows
     selected = reader.table("readings").select("id").in_("content->>note", ["a,b (c)", 'say "hi"']).order("created_at")
@@ -655,7 +676,7 @@ def test_errors_have_postgrests_codes_and_shape(server, app):
     assert "public" in body["hint"] and body["hint"].startswith("Only the following schemas are exposed")
     assert_table_error(guest.request("POST", "readings", {"Content-Profile": "nope"}, json={"kind": "face"}),
                        406, "PGRST106")
-    assert_table_error(guest.request("GET", "readings", {"Accept": "text/csv"}), 406, "PGRST107")
+    assert_table_error(guest.request("GET", "readings", {"Accept": "application/geo+json"}), 406, "PGRST107")
     assert_table_error(guest.request("GET", "readings?kind=zz.palm"), 400, "PGRST100")
     assert_table_error(guest.request("GET", "readings?select=kind,,"), 400, "PGRST100")
     assert_table_error(guest.request("GET", "readings?or=(kind.eq.palm"), 400, "PGRST100")

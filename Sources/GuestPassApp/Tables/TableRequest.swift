@@ -15,7 +15,7 @@ struct TableRequest {
     let schema: String
     let query: TableQuery
     let preferences: Preferences
-    let singular: Bool
+    let mediaType: TableMediaType
     let stripNulls: Bool
     /// `Range: 0-9` (GET only), intersected with `limit`/`offset` by `range`.
     let rangeHeader: (offset: Int, limit: Int?)?
@@ -54,7 +54,7 @@ struct TableRequest {
                 .badRequest, code: PostgRESTCode.invalidPreferences, message: "Invalid preferences given with handling=strict",
                 details: "Invalid preferences: " + self.preferences.invalid.joined(separator: ", "))
         }
-        (self.singular, self.stripNulls) = try Self.mediaType(request.headers[.accept])
+        (self.mediaType, self.stripNulls) = try Self.mediaType(request.headers[.accept])
         self.rangeHeader = method == .get ? request.headers[.range].flatMap(QueryGrammar.range(header:)) : nil
         if let limit = self.rangeHeader?.limit, limit < 1 {
             throw APIError(
@@ -89,17 +89,19 @@ struct TableRequest {
         return requested
     }
 
-    /// The media type answered: an array (absent, `*/*`, `application/json`), or one object
-    /// (`application/vnd.pgrst.object+json`); `;nulls=stripped` strips null members. Anything else is 406 `PGRST107`.
-    static func mediaType(_ accept: String?) throws -> (singular: Bool, stripNulls: Bool) {
-        guard let accept, !accept.isEmpty else { return (false, false) }
+    /// The media type answered: an array (absent, `*/*`, `application/json`), one object
+    /// (`application/vnd.pgrst.object+json`), or CSV (`text/csv`); `;nulls=stripped` strips null members of JSON.
+    /// Anything else is 406 `PGRST107`.
+    static func mediaType(_ accept: String?) throws -> (TableMediaType, stripNulls: Bool) {
+        guard let accept, !accept.isEmpty else { return (.array, false) }
         for entry in accept.split(separator: ",") {
             let parts = entry.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             let stripNulls = parts.dropFirst().contains("nulls=stripped")
             switch parts.first ?? "" {
             case "*/*", "application/*", "application/json", "application/vnd.pgrst.array+json", "application/vnd.pgrst.array":
-                return (false, stripNulls)
-            case "application/vnd.pgrst.object+json", "application/vnd.pgrst.object": return (true, stripNulls)
+                return (.array, stripNulls)
+            case "application/vnd.pgrst.object+json", "application/vnd.pgrst.object": return (.object, stripNulls)
+            case "text/csv": return (.csv, false)
             default: continue
             }
         }

@@ -46,7 +46,13 @@ struct TableResponse {
     /// A PATCH whose body sets nothing: no UPDATE runs; 204, or `[]` with `return=representation`.
     func emptyUpdate() -> Response {
         let headers = self.headers(contentRange: Self.contentRange(0, -1, self.plan.wantsCount ? 0 : nil))
-        return self.withRepresentation(status: .noContent, headers: headers, body: Array((self.plan.singular ? "null" : "[]").utf8))
+        let none =
+            switch self.plan.mediaType {
+            case .array: "[]"
+            case .object: "null"
+            case .csv: "\n"
+            }
+        return self.withRepresentation(status: .noContent, headers: headers, body: Array(none.utf8))
     }
 
     /// With `return=representation` the rows and 200 (an insert keeps its 201/200), else no body and `status`.
@@ -59,7 +65,11 @@ struct TableResponse {
     }
 
     private var contentType: String {
-        self.plan.singular ? "application/vnd.pgrst.object+json; charset=utf-8" : "application/json; charset=utf-8"
+        switch self.plan.mediaType {
+        case .array: "application/json; charset=utf-8"
+        case .object: "application/vnd.pgrst.object+json; charset=utf-8"
+        case .csv: "text/csv; charset=utf-8"
+        }
     }
 
     private func headers(contentRange: String) -> HTTPFields {

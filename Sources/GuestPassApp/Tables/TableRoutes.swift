@@ -55,7 +55,7 @@ struct TableRoutes: Sendable {
             }
         let plan = TablePlan(
             catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: action,
-            singular: parsed.singular, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit
+            mediaType: parsed.mediaType, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit
         )
         let response = TableResponse(plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1)
         let statement: PostgresStatement

@@ -16,8 +16,8 @@ public struct TablePlan: Sendable {
     public let query: TableQuery
     public let preferences: Preferences
     public let action: Action
-    /// `Accept: application/vnd.pgrst.object+json`: exactly one row, answered as an object.
-    public let singular: Bool
+    /// What `Accept` asked the body to be.
+    public let mediaType: TableMediaType
     /// `;nulls=stripped`: members whose value is null are left out.
     public let stripNulls: Bool
     /// `db-max-rows`.
@@ -28,24 +28,37 @@ public struct TablePlan: Sendable {
 
     /// The plan of a request the HTTP layer checked (`TableRequest`) against the schema cache's `catalog`.
     public init(
-        catalog: RelationCatalog, relation: Relation, query: TableQuery, preferences: Preferences, action: Action, singular: Bool,
-        stripNulls: Bool, maxRows: Int, offset: Int, limit: Int?
+        catalog: RelationCatalog, relation: Relation, query: TableQuery, preferences: Preferences, action: Action,
+        mediaType: TableMediaType, stripNulls: Bool, maxRows: Int, offset: Int, limit: Int?
     ) {
         self.catalog = catalog
         self.relation = relation
         self.query = query
         self.preferences = preferences
         self.action = action
-        self.singular = singular
+        self.mediaType = mediaType
         self.stripNulls = stripNulls
         self.maxRows = maxRows
         self.offset = offset
         self.limit = limit
     }
 
+    /// `Accept: application/vnd.pgrst.object+json`: exactly one row, answered as an object.
+    public var singular: Bool { self.mediaType == .object }
     public var wantsCount: Bool { self.preferences.count != nil }
     public var returnsRepresentation: Bool { self.preferences.returnPreference == .representation }
     public var returnsHeadersOnly: Bool { self.preferences.returnPreference == .headersOnly }
+}
+
+/// The media type of a table response's body, as `Accept` chose it.
+public enum TableMediaType: Sendable, Equatable {
+    /// `application/json` (or none): an array of objects.
+    case array
+    /// `application/vnd.pgrst.object+json`: exactly one row, answered as an object.
+    case object
+    /// `text/csv`: PostgREST's CSV, a line of the column names (none without a row), then a line a row, each row
+    /// PostgreSQL's text of the record without its parentheses (`1,"a b",t`).
+    case csv
 }
 
 /// The body of an insert or update: the client's JSON text, passed to PostgreSQL untouched as one parameter, and the
@@ -96,7 +109,7 @@ public enum TableStatements {
                 sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
             total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(self.whereClause(countConditions)))"
         }
-        let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan)
+        let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan, columns: list.columns.map(\.name), sql: &sql)
         return PostgresStatement(
             "SELECT \(total) AS total, count(_t) AS page_total, \(body) AS body, NULL::bigint AS inserted FROM (\(page)) AS _t",
             sql.parameters
@@ -189,7 +202,7 @@ public enum TableStatements {
             filter = self.whereClause(built.innerConditions)
             try self.requireEmbedded(plan.query, select.embeddedPaths)
             order = sql.orderBy(plan.query.root.order, on: table)
-            body = self.bodyExpression(plan)
+            body = self.bodyExpression(plan, columns: built.columns.map(\.name), sql: &sql)
         } else if plan.returnsHeadersOnly, !plan.relation.primaryKey.isEmpty {
             list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ")
             body = "json_agg(_t)::text"
@@ -212,10 +225,19 @@ public enum TableStatements {
         )
     }
 
-    /// The JSON body: an array, or the one object of a singular request; `json_strip_nulls` for `nulls=stripped`.
-    private static func bodyExpression(_ plan: TablePlan) -> String {
+    /// The body over the rows `_t` whose columns are named `columns`: a JSON array, or the one object of a singular
+    /// request (`json_strip_nulls` for `nulls=stripped`), or PostgREST's CSV (the header bound as a parameter: the
+    /// names may be a client's aliases).
+    private static func bodyExpression(_ plan: TablePlan, columns: [String], sql: inout TableSQL) -> String {
         let aggregate = plan.stripNulls ? "json_strip_nulls(json_agg(_t))" : "json_agg(_t)"
-        return plan.singular ? "coalesce((\(aggregate)->0)::text, 'null')" : "coalesce(\(aggregate)::text, '[]')"
+        switch plan.mediaType {
+        case .array: return "coalesce(\(aggregate)::text, '[]')"
+        case .object: return "coalesce((\(aggregate)->0)::text, 'null')"
+        case .csv:
+            let header = sql.bind(columns.joined(separator: ","))
+            return "CASE WHEN count(_t) = 0 THEN '' ELSE \(header)::text END || E'\\n' || "
+                + "coalesce(string_agg(substring(_t::text, 2, length(_t::text) - 2), E'\\n'), '')"
+        }
     }
 
     /// `"col" type, …` for `json_to_recordset(…) AS _b(…)`: types from the schema cache.
