@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from postgrest.exceptions import APIError
 from supabase import ClientOptions, create_client
@@ -62,3 +63,47 @@ def test_rpc_numbers_keep_their_digits(server, app):
     client = signed_in_client(server, app)
     assert client.rpc("echo_bigint", {"p": 9007199254740993}).execute().data == 9007199254740993
     assert client.rpc("echo_numeric", {"p": 10**39 + 1}).execute().data == 10**39 + 1
+
+
+def test_rpc_rows_take_the_table_grammar(server, app):
+    """`rpc(...)` returns a filter builder in every SDK: select, filters, order, range, single and count shape the
+    function's rows as PostgREST shapes them, and embeddings follow the foreign keys of the table it returns."""
+    client = signed_in_client(server, app)
+    client.table("readings").insert([{"kind": kind, "content": {"k": kind}} for kind in ["palm", "face", "coffee", "palm"]]).execute()
+
+    palms = client.rpc("list_readings", {}).select("kind, content->>k").eq("kind", "palm").execute().data
+    assert palms == [{"kind": "palm", "k": "palm"}, {"kind": "palm", "k": "palm"}]
+    ordered = client.rpc("list_readings", {}).select("kind").order("kind").limit(2).execute().data
+    assert ordered == [{"kind": "coffee"}, {"kind": "face"}]
+    with_argument = client.rpc("list_readings", {"p_kind": "face"}).select("kind").execute().data
+    assert with_argument == [{"kind": "face"}]
+    one = client.rpc("list_readings", {}).select("kind").eq("kind", "coffee").single().execute().data
+    assert one == {"kind": "coffee"}, "single() is an object"
+    with pytest.raises(APIError) as raised:
+        client.rpc("list_readings", {}).select("kind").eq("kind", "palm").single().execute()
+    assert raised.value.code == "PGRST116"
+    counted = client.rpc("list_readings", {}, count="exact").select("kind").in_("kind", ["palm", "face"]).limit(1).execute()
+    assert counted.count == 3 and len(counted.data) == 1
+    embedded = client.rpc("list_readings", {}).select("kind, users(id)").eq("kind", "face").execute().data
+    assert embedded == [{"kind": "face", "users": {"id": client.auth.get_user().user.id}}], "the table's foreign keys embed"
+    # A function returning one row answers an object, shaped too; a scalar function ignores the grammar.
+    added = client.rpc("add_reading", {"p_kind": "face"}).select("kind").execute().data
+    assert added == {"kind": "face"}
+    assert client.rpc("count_readings", {}).eq("kind", "palm").execute().data == 5
+
+
+def test_rpc_get_splits_arguments_from_filters(server, app):
+    client = signed_in_client(server, app)
+    client.table("readings").insert([{"kind": "palm"}, {"kind": "face"}]).execute()
+    token = client.auth.get_session().access_token
+    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {token}"}
+    # p_kind=palm is no filter: an argument; kind=eq.palm parses as one: a filter on the rows.
+    by_argument = httpx.get(server.url + "/rest/v1/rpc/list_readings", params={"p_kind": "palm", "select": "kind"}, headers=headers)
+    assert by_argument.status_code == 200 and by_argument.json() == [{"kind": "palm"}], by_argument.text
+    by_filter = httpx.get(server.url + "/rest/v1/rpc/list_readings", params={"kind": "eq.face", "select": "kind"}, headers=headers)
+    assert by_filter.json() == [{"kind": "face"}], by_filter.text
+    assert by_filter.headers["content-range"] == "0-0/*"
+    bad = httpx.get(server.url + "/rest/v1/rpc/list_readings", params={"order": "kind.sideways"}, headers=headers)
+    assert bad.status_code == 400 and bad.json()["code"] == "PGRST100", bad.text
+    unknown = httpx.get(server.url + "/rest/v1/rpc/list_readings", params={"banana": "eq.1"}, headers=headers)
+    assert unknown.status_code == 400 and unknown.json()["code"] == "42703", unknown.text

@@ -74,7 +74,7 @@ func buildRouter(
     OpenAPIRoutes().register(on: router)
     AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
     let reads = ReadRouting(primary: pool, replica: readPool, onReplicaFallback: { ServiceMetrics.readReplicaFallback() })
-    RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog).register(on: router)
+    RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     RealtimeRoutes.registerRefusals(authenticator: authenticator, on: router)
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)

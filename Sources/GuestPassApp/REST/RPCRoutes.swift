@@ -6,10 +6,13 @@ import NIOConcurrencyHelpers
 import NIOCore
 import GuestPassJSON
 import GuestPassStore
+import PostgRESTGrammar
 
 /// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
 /// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come
-/// from the API key and token, never from the request. Read-only calls (GET, or a STABLE/IMMUTABLE function) run on
+/// from the API key and token, never from the request. A function's rows take the table grammar as PostgREST's do
+/// (`rpc('fn').select('a').eq('b', 1).order('a').single()`): the query's `select`, filters, `order` and ranges, `Accept`
+/// and `Prefer: count` shape them (on GET, a pair whose value parses as a filter is one, any other is an argument). Read-only calls (GET, or a STABLE/IMMUTABLE function) run on
 /// `readPool` — a streaming replica when `GUESTPASS_DATABASE_READ_URL` is set, so they may lag the primary by the
 /// replication delay, and fall back to the primary when the replica cannot answer — and everything else on `pool`, the
 /// primary.
@@ -18,6 +21,8 @@ struct RPCRoutes: Sendable {
     let reads: ReadRouting
     let authenticator: Authenticator
     let catalog: SchemaCache
+    /// `db-max-rows`, for a function's rows as for a table's.
+    let maxRows: Int
 
     func register(on router: Router<AppRequestContext>) {
         router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
@@ -32,22 +37,15 @@ struct RPCRoutes: Sendable {
         let caller = context.caller
         let name = context.parameters.get("function") ?? ""
         let schema = try TableRequest.schema(request, schemas: self.catalog.schemas, readOnly: readOnlyRequest)
+        // Decoded strictly (a NUL, which PostgreSQL text cannot hold, or invalid UTF-8 is 400 `PGRST100`).
+        let pairs = try TableRequest.pairs(request)
         var arguments: [String: JSONValue]
+        let shaping: [(key: String, value: String)]
         if readOnlyRequest {
-            var fromQuery: [String: JSONValue] = [:]
-            for (encodedKey, value) in request.uri.queryParameters {
-                let key = String(encodedKey).removingPercentEncoding ?? String(encodedKey)
-                // The publishable key may travel in the URL; it is never a function argument.
-                if key == "apikey" { continue }
-                // PostgreSQL text cannot hold NUL.
-                guard !key.utf8.contains(0), !value.utf8.contains(0) else {
-                    throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Query parameters must not contain NUL")
-                }
-                fromQuery[key] = .string(String(value))
-            }
-            arguments = fromQuery
+            (arguments, shaping) = Self.argumentsAndShaping(pairs)
         } else {
             arguments = try await request.jsonObject(limit: BodyLimits.rpc)
+            shaping = pairs
         }
         // `Idempotency-Key` fills a function's `p_request_id` argument, so a retried call returns the first answer.
         var idempotencyKey: String?
@@ -77,7 +75,10 @@ struct RPCRoutes: Sendable {
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )
         }
-        let statement = try RPCStatement.statement(for: function, arguments: arguments)
+        let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest)
+        let statement =
+            try shaped.map { try RPCStatement.statement(for: function, arguments: arguments, plan: $0) }
+            ?? RPCStatement.statement(for: function, arguments: arguments)
         let results: [PostgresResult]
         do {
             if readOnlyRequest || function.isReadOnly {
@@ -91,12 +92,57 @@ struct RPCRoutes: Sendable {
             throw error
         }
         ServiceMetrics.rpc(name, status: function.shape == .void ? 204 : 200)
+        if let shaped {
+            guard let row = results.last?.first else { throw APIError.unexpected }
+            let response = TableResponse(plan: shaped, schema: schema, multipleSchemas: self.catalog.schemas.count > 1)
+            return try response.answer(
+                total: try row.decode(Int?.self, "total"), pageTotal: try row.decode(Int.self, "page_total"), body: try row.cell("body").bytes,
+                inserted: nil)
+        }
         // PostgREST names the schema back when the client could choose among several.
         var headers: HTTPFields = self.catalog.schemas.count > 1 ? [.contentProfile: schema] : [:]
         if function.shape == .void { return Response(status: .noContent, headers: headers) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    /// A GET's query pairs split as PostgREST splits them: the table grammar's own keys (`select`, `order`, `limit`,
+    /// `or`, …) and every pair whose value parses as a filter (`col=eq.1`) shape the rows; any other pair is an
+    /// argument. The publishable key, which may travel in the URL, is neither.
+    static func argumentsAndShaping(_ pairs: [(key: String, value: String)]) -> ([String: JSONValue], [(key: String, value: String)]) {
+        var arguments: [String: JSONValue] = [:]
+        var shaping: [(key: String, value: String)] = []
+        for pair in pairs where pair.key != "apikey" {
+            let lastWord = pair.key.split(separator: ".").last.map(String.init) ?? pair.key
+            let isGrammarKey =
+                ["select", "columns", "on_conflict"].contains(pair.key) || ["order", "limit", "offset", "or", "and"].contains(lastWord)
+            if isGrammarKey || (try? QueryGrammar.parse([pair])) != nil {
+                shaping.append(pair)
+            } else {
+                arguments[pair.key] = .string(pair.value)
+            }
+        }
+        return (arguments, shaping)
+    }
+
+    /// The table grammar's plan over the function's rows, or nil when the request does not shape them (no grammar
+    /// pair, JSON accepted, no count asked for) or the function answers no rows of known columns: the call is then
+    /// answered as it is.
+    private func shapedPlan(
+        _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool
+    ) throws -> TablePlan? {
+        // Checked before any parsing: the common call (consume_quota) shapes nothing.
+        let asksForCount = request.headers[.prefer].map { _ in Preferences.parse(headers: request.headers[values: .prefer]).count != nil } ?? false
+        let acceptsOtherThanJSON = try TableRequest.mediaType(request.headers[.accept]).0 != .array
+        guard pairs.contains(where: { $0.key != "apikey" }) || acceptsOtherThanJSON || asksForCount else { return nil }
+        let parsed = try TableRequest(request, name: function.name, schema: schema, pairs: pairs, method: readOnly ? .get : .post)
+        let catalog = self.catalog.relationCatalog
+        guard let relation = function.resultRelation(in: catalog) else { return nil }
+        let range = parsed.range
+        return TablePlan(
+            catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: .read(head: false),
+            mediaType: parsed.mediaType, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit)
     }
 
     /// The one overload whose argument names fit `arguments` (all required ones given, none unknown), or nil.

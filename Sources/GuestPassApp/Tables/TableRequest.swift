@@ -30,15 +30,19 @@ struct TableRequest {
         guard let name = lastSegment.removingPercentEncoding, !name.isEmpty, !name.utf8.contains(0) else {
             throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "The table name in the path is not valid UTF-8 text")
         }
+        let schema = try Self.schema(request, schemas: schemas, readOnly: method == .get || method == .head)
+        try self.init(request, name: name, schema: schema, pairs: Self.pairs(request), method: method)
+    }
+
+    /// A request on the rows `name` answers in `schema` (a function's, for RPC), shaped by `pairs`, the query's pairs
+    /// that are not a function's arguments.
+    init(_ request: Request, name: String, schema: String, pairs: [(key: String, value: String)], method: HTTPRequest.Method) throws {
         self.name = name
-        self.schema = try Self.schema(request, schemas: schemas, readOnly: method == .get || method == .head)
+        self.schema = schema
         do {
-            let pairs = try QueryGrammar.pairs(rawQuery: request.uri.query ?? "")
             self.query = try QueryGrammar.parse(pairs)
         } catch {
-            throw APIError(
-                error.code == PostgRESTCode.invalidRange ? .rangeNotSatisfiable : .badRequest, code: error.code, message: error.message,
-                details: error.details, hint: error.hint)
+            throw Self.apiError(error)
         }
         if let place = self.query.firstEmptyName {
             throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "An empty name in \(place)", details: "Names must not be empty")
@@ -61,6 +65,22 @@ struct TableRequest {
                 .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
                 details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
         }
+    }
+
+    /// The request's decoded query pairs (400 `PGRST100` for a malformed escape, invalid UTF-8 or NUL).
+    static func pairs(_ request: Request) throws -> [(key: String, value: String)] {
+        do {
+            return try QueryGrammar.pairs(rawQuery: request.uri.query ?? "")
+        } catch {
+            throw Self.apiError(error)
+        }
+    }
+
+    /// A grammar error as PostgREST answers it: 416 for a range, else 400.
+    private static func apiError(_ error: QueryGrammarError) -> APIError {
+        APIError(
+            error.code == PostgRESTCode.invalidRange ? .rangeNotSatisfiable : .badRequest, code: error.code, message: error.message,
+            details: error.details, hint: error.hint)
     }
 
     /// The root range: `limit`/`offset` intersected with the `Range` header (PostgREST's `restrictRange`).

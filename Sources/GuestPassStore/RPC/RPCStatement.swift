@@ -7,6 +7,28 @@ public import GuestPassPostgres
 public enum RPCStatement {
     /// `SELECT <shape>(schema.fn(name => $1::type, …))`: names and types come from the catalog, values are bound.
     public static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
+        let (call, parameters) = try self.call(function, arguments)
+        let sql: String
+        switch function.shape {
+        case .scalar: sql = "SELECT to_json(\(call))::text"
+        // The subquery makes `r` a row even for a one-column RETURNS TABLE (whose result type is that column's).
+        case .row: sql = "SELECT to_json(r)::text FROM (SELECT * FROM \(call)) AS r"
+        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM (SELECT * FROM \(call)) AS r"
+        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
+        case .void: sql = "SELECT \(call)"
+        }
+        return PostgresStatement(sql, parameters, reusesPlan: true)
+    }
+
+    /// The call's rows under the table grammar (`select`, filters, `order`, ranges, `Accept`, `count`): `plan` is built
+    /// on `function.resultRelation(in:)`. See `TableStatements.functionResult`.
+    public static func statement(for function: RPCFunction, arguments: [String: JSONValue], plan: TablePlan) throws -> PostgresStatement {
+        let (call, parameters) = try self.call(function, arguments)
+        return try TableStatements.functionResult(plan, call: call, parameters: parameters, oneRow: function.shape == .row)
+    }
+
+    /// `schema.fn(name => $1::type, …)` and its parameters: names and types come from the catalog, values are bound.
+    private static func call(_ function: RPCFunction, _ arguments: [String: JSONValue]) throws -> (String, [any PostgresEncodable]) {
         var parameters: [any PostgresEncodable] = []
         var named: [String] = []
         if function.takesWholeBody {
@@ -19,17 +41,7 @@ public enum RPCStatement {
                 named.append("\(quoted(argument.name)) => $\(parameters.count)::\(argument.typeName)")
             }
         }
-        let call = "\(quoted(function.schema)).\(quoted(function.name))(\(named.joined(separator: ", ")))"
-        let sql: String
-        switch function.shape {
-        case .scalar: sql = "SELECT to_json(\(call))::text"
-        // The subquery makes `r` a row even for a one-column RETURNS TABLE (whose result type is that column's).
-        case .row: sql = "SELECT to_json(r)::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
-        case .void: sql = "SELECT \(call)"
-        }
-        return PostgresStatement(sql, parameters, reusesPlan: true)
+        return ("\(quoted(function.schema)).\(quoted(function.name))(\(named.joined(separator: ", ")))", parameters)
     }
 
     /// The text PostgreSQL parses for `value` as the argument's type. A number is its text as written, so

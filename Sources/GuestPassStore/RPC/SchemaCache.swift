@@ -24,6 +24,35 @@ public struct RPCFunction: Sendable {
     public let shape: Shape
     /// STABLE or IMMUTABLE: runs in a read-only transaction.
     public let isReadOnly: Bool
+    /// The columns of a row result (OUT or TABLE parameters, or the attributes of its composite type); empty for a
+    /// `record` without them.
+    let resultColumns: [Relation.Column]
+    /// The table or view whose row type the function returns (`SETOF public.readings`), which its results embed from.
+    let resultRelation: (schema: String, name: String)?
+
+    init(
+        schema: String, name: String, arguments: [Argument], shape: Shape, isReadOnly: Bool, resultColumns: [Relation.Column] = [],
+        resultRelation: (schema: String, name: String)? = nil
+    ) {
+        self.schema = schema
+        self.name = name
+        self.arguments = arguments
+        self.shape = shape
+        self.isReadOnly = isReadOnly
+        self.resultColumns = resultColumns
+        self.resultRelation = resultRelation
+    }
+
+    /// The rows a function answers, as a relation the table grammar can select from, filter and order: the table or
+    /// view whose row type it returns (so its foreign keys embed), else its result columns under its own name. Nil
+    /// when it answers no rows of known columns.
+    public func resultRelation(in catalog: RelationCatalog) -> Relation? {
+        guard self.shape == .row || self.shape == .setOfRows else { return nil }
+        if let table = self.resultRelation, let relation = catalog.relation(schema: table.schema, name: table.name) { return relation }
+        guard !self.resultColumns.isEmpty else { return nil }
+        return Relation(
+            schema: self.schema, name: self.name, kind: .view, columns: self.resultColumns, primaryKey: [], uniqueKeys: [], rowSecurity: false)
+    }
 
     /// The single unnamed json/jsonb argument, which receives the whole body (PostgREST's single-object form).
     public var takesWholeBody: Bool {
@@ -96,6 +125,9 @@ public final class SchemaCache: Sendable {
         return self.state.withLockedValue { $0.relations }
     }
 
+    /// The relations as of the last load (loaded with the functions: an RPC call's result relation and its embeddings).
+    public var relationCatalog: RelationCatalog { self.state.withLockedValue { $0.relations } }
+
     /// Tables of the exposed schemas an API role can write while row-level security is off (as of the last load).
     public var writableWithoutRowSecurity: [String] { self.state.withLockedValue { $0.relations.writableWithoutRowSecurity } }
 
@@ -165,10 +197,16 @@ public final class SchemaCache: Sendable {
                    to_json(coalesce(p.proargmodes::text[], array[]::text[])) AS arg_modes,
                    to_json(array(SELECT format_type(a.type, NULL) FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]))
                                  WITH ORDINALITY AS a(type, position) ORDER BY a.position)) AS arg_types,
-                   p.pronargdefaults AS default_count
+                   p.pronargdefaults AS default_count,
+                   (SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod),
+                                                      'nullable', true, 'generated', false) ORDER BY a.attnum)
+                    FROM pg_catalog.pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) AS type_columns,
+                   rn.nspname::text AS result_schema, rc.relname::text AS result_relation
             FROM pg_catalog.pg_proc p
             JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
             JOIN pg_catalog.pg_type t ON t.oid = p.prorettype
+            LEFT JOIN pg_catalog.pg_class rc ON rc.oid = t.typrelid AND rc.relkind IN ('r', 'p', 'v', 'm', 'f')
+            LEFT JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace
             WHERE n.nspname = ANY (string_to_array($1, ',')) AND p.prokind = 'f' AND t.typname <> 'trigger'
             """,
             [self.schemas.joined(separator: ",")]
@@ -192,10 +230,15 @@ public final class SchemaCache: Sendable {
             let types = try row.decode(PostgresJSON.self, "arg_types").decode([String].self)
             let defaults = try row.decode(Int.self, "default_count")
             var inputs: [(name: String, type: String)] = []
+            var outputs: [Relation.Column] = []
             for (index, type) in types.enumerated() {
                 let mode = modes.isEmpty ? "i" : modes[index]
+                let name = index < names.count ? names[index] : ""
+                if ["o", "b", "t"].contains(mode) {
+                    outputs.append(Relation.Column(name: name, type: type, nullable: true, defaultExpression: nil, generated: false))
+                }
                 guard ["i", "b", "v"].contains(mode) else { continue }
-                inputs.append((index < names.count ? names[index] : "", type))
+                inputs.append((name, type))
             }
             let arguments = inputs.enumerated().map { index, input in
                 RPCFunction.Argument(name: input.name, typeName: input.type, hasDefault: index >= inputs.count - defaults)
@@ -207,9 +250,13 @@ public final class SchemaCache: Sendable {
             let isRowType = returnKind == "c" || returnType == "record" || modes.contains("t")
             let shape: RPCFunction.Shape =
                 returnType == "void" ? .void : returnsSet ? (isRowType ? .setOfRows : .setOfScalars) : (isRowType ? .row : .scalar)
+            let typeColumns = try row.decode(PostgresJSON?.self, "type_columns")?.decode([Relation.Column].self) ?? []
+            let resultSchema = try row.decode(String?.self, "result_schema")
+            let resultTable = try row.decode(String?.self, "result_relation")
             let function = RPCFunction(
                 schema: try row.decode(String.self, "schema"), name: try row.decode(String.self, "name"), arguments: arguments,
-                shape: shape, isReadOnly: try row.decode(String.self, "volatility") != "v"
+                shape: shape, isReadOnly: try row.decode(String.self, "volatility") != "v", resultColumns: outputs.isEmpty ? typeColumns : outputs,
+                resultRelation: resultSchema.flatMap { schema in resultTable.map { (schema, $0) } }
             )
             functions[function.schema + "." + function.name, default: []].append(function)
         }

@@ -11,6 +11,9 @@ struct TableSQL {
     /// Table aliases handed out so far (an embedding's alias must be unique in the statement).
     private var aliasCount = 0
 
+    /// A statement whose first parameters are already bound (a function call's arguments, `$1`…).
+    init(parameters: [any PostgresEncodable] = []) { self.parameters = parameters }
+
     /// Binds `value` and returns its placeholder.
     mutating func bind(_ value: String?) -> String {
         self.parameters.append(value)

@@ -228,9 +228,9 @@ public enum TableStatements {
     /// The body over the rows `_t` whose columns are named `columns`: a JSON array, or the one object of a singular
     /// request (`json_strip_nulls` for `nulls=stripped`), or PostgREST's CSV (the header bound as a parameter: the
     /// names may be a client's aliases).
-    private static func bodyExpression(_ plan: TablePlan, columns: [String], sql: inout TableSQL) -> String {
+    static func bodyExpression(_ plan: TablePlan, columns: [String], sql: inout TableSQL, as mediaType: TableMediaType? = nil) -> String {
         let aggregate = plan.stripNulls ? "json_strip_nulls(json_agg(_t))" : "json_agg(_t)"
-        switch plan.mediaType {
+        switch mediaType ?? plan.mediaType {
         case .array: return "coalesce(\(aggregate)::text, '[]')"
         case .object: return "coalesce((\(aggregate)->0)::text, 'null')"
         case .csv:
@@ -245,12 +245,12 @@ public enum TableStatements {
         columns.map { TableSQL.quoted($0.name) + " " + $0.type }.joined(separator: ", ")
     }
 
-    private static func whereClause(_ conditions: [String]) -> String {
+    static func whereClause(_ conditions: [String]) -> String {
         conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
     }
 
     /// Every embedded filter, order or range names an embedding of `select` (else 400 `PGRST108`).
-    private static func requireEmbedded(_ query: TableQuery, _ paths: Set<[String]>) throws {
+    static func requireEmbedded(_ query: TableQuery, _ paths: Set<[String]>) throws {
         for path in query.embedded.keys.sorted(by: { $0.joined(separator: ".") < $1.joined(separator: ".") }) where !paths.contains(path) {
             let name = path.joined(separator: ".")
             throw PostgRESTRefusal(
