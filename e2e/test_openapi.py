@@ -206,7 +206,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(fuzz_server,
         ("GET", "/v1/account/merge", "POST", "gotrue"),
         ("PUT", "/rest/v1/rpc/get_quota", "GET, POST", "postgrest"),
         ("TRACE", "/rest/v1/rpc/consume_quota", "POST", "postgrest"),
-        ("PUT", "/rest/v1/rpc/any_function", "GET, POST", "postgrest"),
+        ("PUT", "/rest/v1/rpc/any_function", "GET, HEAD, POST", "postgrest"),
     ],
 )
 def test_an_unrouted_method_on_a_known_path_is_405_with_allow(fuzz_server, fuzz_app, http, method, path, allow, shape):

@@ -84,6 +84,8 @@ def test_rpc_rows_take_the_table_grammar(server, app):
     assert raised.value.code == "PGRST116"
     counted = client.rpc("list_readings", {}, count="exact").select("kind").in_("kind", ["palm", "face"]).limit(1).execute()
     assert counted.count == 3 and len(counted.data) == 1
+    head = client.rpc("list_readings", {"p_kind": "palm"}, head=True, count="exact").execute()
+    assert head.count == 2 and not head.data, "HEAD: the count, no rows"
     embedded = client.rpc("list_readings", {}).select("kind, users(id)").eq("kind", "face").execute().data
     assert embedded == [{"kind": "face", "users": {"id": client.auth.get_user().user.id}}], "the table's foreign keys embed"
     # A function returning one row answers an object, shaped too; a scalar function ignores the grammar.

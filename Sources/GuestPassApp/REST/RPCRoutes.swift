@@ -30,9 +30,11 @@ struct RPCRoutes: Sendable {
             .group(context: CallerContext.self)
             .post("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: false) }
             .get("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true) }
+            .head("rpc/:function") { request, context in try await self.call(request, context, readOnlyRequest: true, head: true) }
     }
 
-    func call(_ request: Request, _ context: CallerContext, readOnlyRequest: Bool) async throws -> Response {
+    /// One call; `head` (`rpc(…, head: true)`) answers GET's status and headers without a body.
+    func call(_ request: Request, _ context: CallerContext, readOnlyRequest: Bool, head: Bool = false) async throws -> Response {
         var request = request
         let caller = context.caller
         let name = context.parameters.get("function") ?? ""
@@ -75,7 +77,7 @@ struct RPCRoutes: Sendable {
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )
         }
-        let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest)
+        let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest, head: head)
         let statement =
             try shaped.map { try RPCStatement.statement(for: function, arguments: arguments, plan: $0) }
             ?? RPCStatement.statement(for: function, arguments: arguments)
@@ -102,6 +104,7 @@ struct RPCRoutes: Sendable {
         // PostgREST names the schema back when the client could choose among several.
         var headers: HTTPFields = self.catalog.schemas.count > 1 ? [.contentProfile: schema] : [:]
         if function.shape == .void { return Response(status: .noContent, headers: headers) }
+        if head { return Response(status: .ok, headers: headers) }
         let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
@@ -130,7 +133,7 @@ struct RPCRoutes: Sendable {
     /// pair, JSON accepted, no count asked for) or the function answers no rows of known columns: the call is then
     /// answered as it is.
     private func shapedPlan(
-        _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool
+        _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool, head: Bool
     ) throws -> TablePlan? {
         // Checked before any parsing: the common call (consume_quota) shapes nothing.
         let asksForCount = request.headers[.prefer].map { _ in Preferences.parse(headers: request.headers[values: .prefer]).count != nil } ?? false
@@ -141,7 +144,7 @@ struct RPCRoutes: Sendable {
         guard let relation = function.resultRelation(in: catalog) else { return nil }
         let range = parsed.range
         return TablePlan(
-            catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: .read(head: false),
+            catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: .read(head: head),
             mediaType: parsed.mediaType, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit)
     }
 

@@ -24,7 +24,8 @@ extension TableStatements {
             "SELECT \(list.selectList) FROM pgrst_call AS \(table)\(list.joins.joined())\(order)\(sql.range(limit: limit, offset: plan.offset))"
         let total = plan.wantsCount ? "(SELECT count(*) FROM pgrst_call)" : "NULL::bigint"
         let mediaType: TableMediaType = oneRow && plan.mediaType == .array ? .object : plan.mediaType
-        let body = self.bodyExpression(plan, columns: list.columns.map(\.name), sql: &sql, as: mediaType)
+        let body =
+            plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan, columns: list.columns.map(\.name), sql: &sql, as: mediaType)
         let singular =
             plan.singular
             ? ", CASE WHEN count(_t) <> 1 THEN guestpass_server.refuse_table_result('\(PostgRESTCode.notSingular)', count(_t)) END" : ""
