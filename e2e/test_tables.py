@@ -540,6 +540,24 @@ def test_a_null_filter_on_an_embedding_is_an_anti_join_or_an_inner_join(noted):
     assert nested.json() == [{"readings": [{"kind": "palm"}]}]
 
 
+def test_order_by_a_to_one_embeddings_column(noted):
+    guest = noted
+    c = guest.table("readings").insert({"kind": "coffee", "created_at": "2026-02-03T00:00:00+00:00"}).execute().data[0]
+    guest.table("reading_notes").insert({"reading_id": c["id"], "body": "w"}).execute()
+    ordered = guest.request("GET", "reading_notes?select=body,readings(kind)&order=readings(kind).desc,body")
+    assert ordered.status_code == 200, ordered.text
+    assert [(n["readings"]["kind"], n["body"]) for n in ordered.json()] == [("palm", "x"), ("palm", "y"), ("coffee", "w")]
+    aliased = guest.request("GET", "reading_notes?select=body,r:readings(created_at)&order=r(created_at).asc,body.desc")
+    assert [n["body"] for n in aliased.json()] == ["y", "x", "w"], aliased.text
+    # The embedding's filter holds for the order too: a row whose embedding is filtered out orders as null.
+    filtered = guest.request("GET", "reading_notes?select=body,readings(kind)&readings.kind=eq.coffee"
+                                    "&order=readings(kind).nullslast,body")
+    assert [n["body"] for n in filtered.json()] == ["w", "x", "y"], filtered.text
+    assert_table_error(guest.request("GET", "readings?select=id,reading_notes(body)&order=reading_notes(body)"), 400,
+                       "PGRST118", details="'readings' and 'reading_notes' do not form a many-to-one or one-to-one relationship")
+    assert_table_error(guest.request("GET", "reading_notes?select=body&order=readings(kind)"), 400, "PGRST108")
+
+
 def test_embed_after_a_write(noted):
     raw = noted.request("POST", "reading_notes?select=body,readings(kind)", {"Prefer": "return=representation"},
                         json={"reading_id": noted.b["id"], "body": "z"})

@@ -26,6 +26,8 @@ public enum PostgRESTCode {
     public static let notSingular = "PGRST116"
     /// 405: a method the table API does not serve.
     public static let unsupportedMethod = "PGRST117"
+    /// 400: `order=rel(col)` on a to-many embedding.
+    public static let relatedOrderNotToOne = "PGRST118"
     /// 400: an unknown preference under `handling=strict`.
     public static let invalidPreferences = "PGRST122"
     /// 400: `select` uses an aggregate (`count()`, `col.sum()`), which PostgREST refuses unless enabled.

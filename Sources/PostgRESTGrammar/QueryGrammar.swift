@@ -4,8 +4,7 @@
 /// The grammar is transcribed onto a small Parsec-like combinator engine (`Parser`) so that the same inputs parse,
 /// and fail at the same line and column, as in PostgREST. Like PostgREST, a parameter's parser stops where its
 /// grammar ends (`select=id)x` selects `id`). Unlike PostgREST, nesting is bounded (32 levels of logic groups or
-/// embeddings), limits must be integers, and integers must fit in `Int`. Not supported (parse errors): ordering by an
-/// embedded column (`order=rel(col)`).
+/// embeddings), limits must be integers, and integers must fit in `Int`.
 public enum QueryGrammar {
     /// Splits a raw query string (the part after `?`, still percent-encoded) into decoded pairs, in order: `&` (and,
     /// as in PostgREST, `;`) separates pairs, the first `=` key from value, `+` is a space, `%XX` is decoded. Empty

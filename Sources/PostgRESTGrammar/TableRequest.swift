@@ -207,10 +207,14 @@ public struct OrderTerm: Sendable, Hashable {
     public var direction: Direction?
     public var nulls: Nulls?
 
-    public init(field: FieldPath, direction: Direction? = nil, nulls: Nulls? = nil) {
+    /// `rel(col)`: the column of the to-one embedding `rel` (its name or alias).
+    public var relation: String?
+
+    public init(field: FieldPath, direction: Direction? = nil, nulls: Nulls? = nil, relation: String? = nil) {
         self.field = field
         self.direction = direction
         self.nulls = nulls
+        self.relation = relation
     }
 }
 

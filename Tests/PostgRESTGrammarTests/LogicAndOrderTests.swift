@@ -88,6 +88,19 @@ import Testing
         #expect(query.embedded[["messages"]]?.order == [OrderTerm(field: field("sent"), direction: .desc)])
     }
 
+    /// PostgREST's `pOrderRelationTerm`: `rel(col)`, tried before a plain term, with a direction and nulls of its own.
+    @Test func relatedOrderTerms() throws {
+        #expect(
+            try parsePairs([("order", "directors(last_name).desc.nullslast,title,readings(content->>n)")]).root.order == [
+                OrderTerm(field: field("last_name"), direction: .desc, nulls: .last, relation: "directors"),
+                OrderTerm(field: field("title")),
+                OrderTerm(field: field("content", [JSONPathStep(arrow: .text, key: .name("n"))]), relation: "readings"),
+            ])
+        for refused in ["rel(col", "rel()", "rel(col).sideways", "rel(a)(b)"] {
+            #expect(grammarError([("order", refused)])?.code == "PGRST100", "\(refused)")
+        }
+    }
+
     @Test func limitAndOffset() throws {
         let query = try parsePairs([("limit", "10"), ("offset", "20"), ("messages.limit", "0"), ("messages.offset", "-3"), ("limit", "5")])
         #expect(query.root.limit == 5 && query.root.offset == 20)

@@ -153,11 +153,32 @@ struct TableSQL {
             + modifiers.logic.map { self.logic($0, on: table, relation: relation, embeddings: embeddings) }
     }
 
-    /// ` ORDER BY …` (empty without terms).
-    mutating func orderBy(_ terms: [OrderTerm], on table: String) -> String {
+    /// The SQL of a to-one embedding's column, for a related order (`order=rel(col)`): its value in the one row the
+    /// embedding holds, under its filters.
+    typealias RelatedValue = (FieldPath, inout TableSQL) -> String
+
+    /// ` ORDER BY …` (empty without terms) on the node of relation `origin` aliased `table`. `related` holds the
+    /// node's embeddings by name: a related order on a to-many one (nil) is 400 `PGRST118`, on a name that is no
+    /// embedding 400 `PGRST108`, as in PostgREST.
+    mutating func orderBy(_ terms: [OrderTerm], on table: String, origin: String, related: [String: RelatedValue?]) throws -> String {
         guard !terms.isEmpty else { return "" }
-        let keys = terms.map { term -> String in
-            var key = self.expression(term.field, on: table)
+        let keys = try terms.map { term -> String in
+            var key: String
+            if let relation = term.relation {
+                guard let found = related[relation] else {
+                    throw PostgRESTRefusal(
+                        .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(relation)' is not an embedded resource in this request",
+                        hint: "Verify that '\(relation)' is included in the 'select' query parameter.")
+                }
+                guard let value = found else {
+                    throw PostgRESTRefusal(
+                        .badRequest, code: PostgRESTCode.relatedOrderNotToOne, message: "A related order on '\(relation)' is not possible",
+                        details: "'\(origin)' and '\(relation)' do not form a many-to-one or one-to-one relationship")
+                }
+                key = value(term.field, &self)
+            } else {
+                key = self.expression(term.field, on: table)
+            }
             if let direction = term.direction { key += " " + direction.rawValue.uppercased() }
             if let nulls = term.nulls { key += nulls == .first ? " NULLS FIRST" : " NULLS LAST" }
             return key

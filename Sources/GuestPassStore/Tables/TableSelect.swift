@@ -38,14 +38,15 @@ struct SelectListBuilder {
             case .embed(let embedding):
                 let node = try self.node(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
                 if embedding.isSpread {
-                    let spread = self.spread(node, sql: &sql)
+                    let spread = try self.spread(node, sql: &sql)
                     built.columns += spread.columns
                     built.joins.append(spread.join)
                 } else if !Self.selectsNothing(embedding.items) {
-                    built.columns.append((self.embedded(node, sql: &sql), embedding.name))
+                    built.columns.append((try self.embedded(node, sql: &sql), embedding.name))
                 }
                 if embedding.isInner { built.innerConditions.append(node.exists(&sql)) }
                 built.existsTests[embedding.name] = node.exists
+                built.relatedValues[embedding.name] = .some(node.relatedValue)
             }
         }
         return built
@@ -90,23 +91,29 @@ struct SelectListBuilder {
         }
         return EmbeddedNode(
             isToOne: relationship.isToOne, list: list,
-            rows: { sql in
+            rows: { sql throws in
                 let joined = joinAndFilters(alias, &sql)
                 let conditions = ([joined.conditions] + list.innerConditions).joined(separator: " AND ")
                 let from = "\(joined.from)\(list.joins.joined()) WHERE \(conditions)"
                 guard !relationship.isToOne else { return from + " LIMIT 1" }
-                let order = sql.orderBy(modifiers.order, on: alias)
+                let order = try sql.orderBy(modifiers.order, on: alias, origin: target.name, related: list.relatedValues)
                 return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
             },
             exists: { sql in
                 let joined = joinAndFilters(sql.alias(for: target.name), &sql)
                 return "EXISTS (SELECT 1 \(joined.from) WHERE \(joined.conditions))"
-            })
+            },
+            relatedValue: relationship.isToOne
+                ? { field, sql in
+                    let valueAlias = sql.alias(for: target.name)
+                    let joined = joinAndFilters(valueAlias, &sql)
+                    return "(SELECT \(sql.expression(field, on: valueAlias)) \(joined.from) WHERE \(joined.conditions) LIMIT 1)"
+                } : nil)
     }
 
     /// An embedding's scalar subquery: an object or `null` for a to-one target, an array (`[]` for none) for a to-many.
-    private func embedded(_ node: EmbeddedNode, sql: inout TableSQL) -> String {
-        let rows = "SELECT \(node.list.selectList) \(node.rows(&sql))"
+    private func embedded(_ node: EmbeddedNode, sql: inout TableSQL) throws -> String {
+        let rows = "SELECT \(node.list.selectList) \(try node.rows(&sql))"
         return node.isToOne
             ? "(SELECT row_to_json(_e) FROM (\(rows)) AS _e)"
             : "(SELECT coalesce(json_agg(_e), '[]') FROM (\(rows)) AS _e)"
@@ -116,11 +123,11 @@ struct SelectListBuilder {
     /// match), or for a to-many target one JSON array a column, all aggregated in one pass over the same ordered rows
     /// so that their positions correspond. The join's columns are named by position, so that two spread columns of
     /// one name (which PostgREST allows) never make a reference ambiguous.
-    private func spread(_ node: EmbeddedNode, sql: inout TableSQL) -> (columns: [(expression: String, name: String)], join: String) {
+    private func spread(_ node: EmbeddedNode, sql: inout TableSQL) throws -> (columns: [(expression: String, name: String)], join: String) {
         let alias = sql.alias(for: "spread")
         let positional = node.list.columns.indices.map { TableSQL.quoted("c\($0 + 1)") }
         let inner = zip(node.list.columns, positional).map { "\($0.0.expression) AS \($0.1)" }.joined(separator: ", ")
-        let rows = "SELECT \(inner) \(node.rows(&sql))"
+        let rows = "SELECT \(inner) \(try node.rows(&sql))"
         let subquery: String
         if node.isToOne {
             subquery = rows
@@ -159,6 +166,8 @@ struct SelectList {
     var joins: [String] = []
     var innerConditions: [String] = []
     var existsTests: [String: TableSQL.ExistsTest] = [:]
+    /// Each embedding's value for a related order (`order=rel(col)`), nil for a to-many one.
+    var relatedValues: [String: TableSQL.RelatedValue?] = [:]
 
     /// `expression AS "name", …` (empty for no column: `SELECT FROM …` is valid and gives `{}` per row).
     var selectList: String { self.columns.map { "\($0.expression) AS \(TableSQL.quoted($0.name))" }.joined(separator: ", ") }
@@ -169,7 +178,9 @@ private struct EmbeddedNode {
     let isToOne: Bool
     let list: SelectList
     /// `FROM target AS alias [its spreads' joins] WHERE join AND filters AND its !inner conditions [ORDER, LIMIT …]`.
-    let rows: (inout TableSQL) -> String
+    let rows: (inout TableSQL) throws -> String
     /// `EXISTS (SELECT 1 FROM target AS fresh_alias WHERE join AND filters)`.
     let exists: TableSQL.ExistsTest
+    /// A to-one target's column in its one row (`order=rel(col)`); nil for a to-many target.
+    let relatedValue: TableSQL.RelatedValue?
 }

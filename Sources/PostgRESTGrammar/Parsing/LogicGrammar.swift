@@ -30,18 +30,24 @@ enum LogicGrammar {
         return leaf.attempt.or(group)
     }
 
-    /// `pOrder`: `field[.asc|.desc][.nullsfirst|.nullslast]`, comma-separated. Ordering by an embedded resource's
-    /// column (`rel(col).desc`) is not supported: it fails to parse.
+    /// `pOrder`: `field[.asc|.desc][.nullsfirst|.nullslast]` or, for a to-one embedding's column,
+    /// `rel(field)[.asc|.desc][…]` (`pOrderRelationTerm`, tried first), comma-separated.
     static var order: Parser<[OrderTerm]> {
         let end = P.char(",").lookAhead.attempt.then(Parser<Void>.pure(())).or(P.endOfInput.attempt)
         let direction = Self.keyword("asc", OrderTerm.Direction.asc).or(Self.keyword("desc", .desc))
         let nulls = Self.keyword("nullsfirst", OrderTerm.Nulls.first).or(Self.keyword("nullslast", .last))
-        let term = N.field.flatMap { field in
+        let rest = { (relation: String?, field: FieldPath) in
             direction.optional.flatMap { direction in
-                nulls.optional.skip(end).or(end.map { _ in nil }).map { OrderTerm(field: field, direction: direction, nulls: $0) }
+                nulls.optional.skip(end).or(end.map { _ in nil }).map {
+                    OrderTerm(field: field, direction: direction, nulls: $0, relation: relation)
+                }
             }
         }
-        return P.lexeme(term).separated1(by: P.char(","))
+        let relationTerm = N.fieldName.flatMap { relation in
+            N.field.between(P.char("("), P.char(")")).flatMap { field in rest(relation, field) }
+        }
+        let term = N.field.flatMap { field in rest(nil, field) }
+        return P.lexeme(relationTerm.attempt.or(term)).separated1(by: P.char(","))
     }
 
     /// `try (pDelimiter *> string word)`
