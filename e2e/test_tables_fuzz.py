@@ -3,11 +3,12 @@ string, the Prefer header or a write's body, the server answers below 500, never
 an internal error (XX000) reach the client, never binds a parameter PostgreSQL cannot type (42P18, a statement
 built wrong), and every error body is PostgREST's four keys with a string code.
 
-Random operators (with not., (any)/(all), fts configs), quoting and backslash escapes, percent-encoding (full, partial,
-`+` for spaces, stray `%`), huge in.() lists, deep or/and trees, select strings with aliases, casts, JSON paths,
-embeddings (`users`, `reading_notes` when present, hints, !inner, spreads, aggregates, null filters on their names),
-order/limit/offset, on embeddings too. Bounded: a fixed number of examples per property (1,050 requests in all, well under a minute, checked
-by the last test), no deadline, no example database on disk. The same query strings shape functions' rows (RPC).
+Random operators (with not., (any)/(all), fts configs), quoting and backslash escapes, percent-encoding (full,
+partial, `+` for spaces, stray `%`), huge in.() lists, deep or/and trees, select strings with aliases, casts, JSON
+paths, embeddings (`users`, `reading_notes` when present, hints, !inner, spreads, aggregates, null filters on their
+names), order/limit/offset, on embeddings too. Bounded: a fixed number of examples per property (1,050 requests in
+all, well under a minute, checked by the last test), no deadline, no example database on disk. The same query strings
+shape functions' rows (RPC).
 """
 
 from __future__ import annotations
