@@ -1,7 +1,8 @@
 """Many-to-many embedding through a junction table (`sql/examples`: `tags`, `reading_tags`), as PostgREST finds and
 answers it: a table with a foreign key to each side, both inside its primary key. Readings embed their tags and tags
 their readings (arrays), with embedded filters, order, `!inner`, null filters, spreads and the junction's name as a
-hint; every side is read under the caller's row-level security, so nobody embeds or links another user's rows.
+hint; every side is read under the caller's row-level security, so nobody embeds or links another user's rows. The
+example's computed field `tag_count(readings)` is selected, filtered and ordered like a column.
 """
 
 from __future__ import annotations
@@ -80,3 +81,16 @@ def test_nobody_embeds_or_links_another_users_rows(tagged, server, app):
     assert other.request("POST", "reading_tags", json={"reading_id": mine["id"], "tag_id": my_tag["id"]}).status_code == 201
     assert len(tagged.table("reading_tags").select("*").execute().data) == 3
     assert other.request("GET", "readings?select=tags(name)").json() == [{"tags": [{"name": "love"}]}]
+
+
+def test_a_computed_field_is_selected_filtered_and_ordered_like_a_column(tagged):
+    rows = tagged.table("readings").select("kind, tag_count").order("tag_count", desc=True).order("kind").execute().data
+    assert rows == [{"kind": "palm", "tag_count": 2}, {"kind": "face", "tag_count": 1}, {"kind": "coffee", "tag_count": 0}]
+    assert "tag_count" not in tagged.table("readings").select("*").limit(1).execute().data[0], "* holds columns only"
+    tagged_twice = tagged.table("readings").select("kind").gte("tag_count", 2).execute().data
+    assert tagged_twice == [{"kind": "palm"}]
+    renamed = tagged.request("GET", "reading_tags?select=r:readings(kind,n:tag_count::text)&limit=1&order=r(kind).desc")
+    assert renamed.status_code == 200 and renamed.json() == [{"r": {"kind": "palm", "n": "2"}}], renamed.text
+    written = tagged.request("POST", "readings?select=kind,tag_count", {"Prefer": "return=representation"},
+                             json={"kind": "face"})
+    assert written.status_code == 201 and written.json() == [{"kind": "face", "tag_count": 0}], written.text

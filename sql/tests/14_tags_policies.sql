@@ -6,7 +6,7 @@
 -- TB …0000000b00f1 (B, "love"), TC …0000000c00f1 (C, "love"); links RA1–TA, RB1–TB, RC1–TC.
 -- Needs sql/examples applied.
 begin;
-select plan(39);
+select plan(43);
 
 \ir lib/fixtures.sql
 \ir lib/readings.sql
@@ -58,6 +58,15 @@ select is(
     'a link goes with its reading, its tag and its user; a tag with its user'
 );
 select col_is_pk('public', 'reading_tags', array['reading_id', 'tag_id'], 'both foreign keys lie in the junction''s primary key');
+select is(
+    pg_temp.executors('public.tag_count(public.readings)'), 'authenticated,service_role',
+    'the computed field tag_count(readings) is executable by authenticated and service_role only (not PUBLIC, not anon)'
+);
+select ok(
+    (select not p.prosecdef and p.proconfig = array['search_path=""'] from pg_catalog.pg_proc as p
+     where p.oid = 'public.tag_count(public.readings)'::regprocedure),
+    'tag_count is SECURITY INVOKER (it counts what the caller may see) and pins an empty search_path'
+);
 
 -- Fixtures, as the superuser.
 
@@ -84,6 +93,10 @@ select * from pg_temp.anon_refused('public.tags', 'tags', $$(name) values ('x')$
 -- User A of app X.
 
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1');
+select is(
+    (select public.tag_count(r) from public.readings as r where r.id = '00000000-0000-4000-8000-0000000a0001'), 1,
+    'tag_count, the computed field, counts A''s one link on RA1'
+);
 select results_eq(
     'select t.name, l.reading_id from public.tags as t join public.reading_tags as l on l.tag_id = t.id',
     $$values ('love', '00000000-0000-4000-8000-0000000a0001'::uuid)$$,
@@ -152,6 +165,14 @@ select from pg_temp.as_user(
 select results_eq(
     'select tag_id from public.reading_tags', array['00000000-0000-4000-8000-0000000c00f1'::uuid],
     'C selects exactly its own link'
+);
+reset role;
+select from pg_temp.as_user('00000000-0000-4000-8000-00000000000b', p_device => '00000000-0000-4000-8000-0000000000b1');
+select is(
+    public.tag_count(row(
+        '00000000-0000-4000-8000-0000000a0001', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a',
+        'face', '{}', now())::public.readings),
+    0, 'tag_count counts only links the caller may see: B, handed A''s reading row, counts none of A''s links'
 );
 reset role;
 

@@ -18,7 +18,7 @@ extension TableStatements {
         try self.requireEmbedded(plan.query, select.embeddedPaths)
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
         let source = "pgrst_call AS MATERIALIZED (SELECT \(table).* FROM \(call) AS \(table)\(self.whereClause(conditions)))"
-        let order = try sql.orderBy(plan.query.root.order, on: table, origin: plan.relation.name, related: list.relatedValues)
+        let order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, related: list.relatedValues)
         let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
         let page =
             "SELECT \(list.selectList) FROM pgrst_call AS \(table)\(list.joins.joined())\(order)\(sql.range(limit: limit, offset: plan.offset))"

@@ -41,9 +41,16 @@ public struct Relation: Sendable {
     public let uniqueKeys: [Set<String>]
     /// Row-level security enabled (tables only).
     public let rowSecurity: Bool
+    /// PostgREST's computed fields: a function of the exposed schemas taking this relation's row as its one argument
+    /// and returning one value, by name → its schema. Selected, filtered and ordered on like a column (never by `*`).
+    public let computedFields: [String: String]
     private let columnIndex: [String: Int]
 
-    init(schema: String, name: String, kind: Kind, columns: [Column], primaryKey: [String], uniqueKeys: [Set<String>], rowSecurity: Bool) {
+    init(
+        schema: String, name: String, kind: Kind, columns: [Column], primaryKey: [String], uniqueKeys: [Set<String>], rowSecurity: Bool,
+        computedFields: [String: String] = [:]
+    ) {
+        self.computedFields = computedFields
         self.schema = schema
         self.name = name
         self.kind = kind
@@ -117,7 +124,13 @@ public struct RelationCatalog: Sendable {
                 SELECT json_agg((SELECT json_agg(a.attname) FROM pg_catalog.pg_attribute AS a
                                  WHERE a.attrelid = c.oid AND a.attnum = ANY (i.indkey::int2[])))
                 FROM pg_catalog.pg_index AS i
-                WHERE i.indrelid = c.oid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL), '[]')
+                WHERE i.indrelid = c.oid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL), '[]'),
+              'computed', coalesce((
+                SELECT json_object_agg(f.proname, fn.nspname ORDER BY fn.nspname)
+                FROM pg_catalog.pg_proc AS f
+                JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
+                WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND NOT f.proretset AND f.pronargs = 1
+                  AND f.proargtypes[0] = c.reltype AND f.prorettype <> 'pg_catalog.void'::pg_catalog.regtype), '{}')
             ) ORDER BY n.nspname, c.relname)
             FROM pg_catalog.pg_class AS c
             JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
@@ -169,6 +182,7 @@ public struct RelationCatalog: Sendable {
             let columns: [Relation.Column]
             let primary_key: [String]
             let unique_keys: [[String]?]
+            let computed: [String: String]
         }
 
         let relations: [RelationRow]
@@ -183,7 +197,8 @@ public struct RelationCatalog: Sendable {
         for row in document.relations {
             let relation = Relation(
                 schema: row.schema, name: row.name, kind: Relation.Kind(rawValue: row.kind) ?? .table, columns: row.columns,
-                primaryKey: row.primary_key, uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls
+                primaryKey: row.primary_key, uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls,
+                computedFields: row.computed
             )
             self.relations[relation.qualifiedName] = relation
         }

@@ -34,10 +34,16 @@ struct TableSQL {
 
     // MARK: Fields
 
-    /// The SQL of `field` on the relation aliased `table`: `"t"."col"`, or `to_jsonb("t"."col")->$1->>$2` along a
-    /// JSON path (keys bound as text, indexes written as integers).
-    mutating func expression(_ field: FieldPath, on table: String) -> String {
+    /// The SQL of `field` on `relation` aliased `table`: `"t"."col"`, or `to_jsonb("t"."col")->$1->>$2` along a
+    /// JSON path (keys bound as text, indexes written as integers). A name that is no column but one of the relation's
+    /// computed fields is its function of the row, `"s"."fn"(ROW("t"."a", …)::"s"."rel")` (the row rebuilt from the
+    /// columns, so it types as the relation's row from a CTE of returned rows too).
+    mutating func expression(_ field: FieldPath, on table: String, relation: Relation? = nil) -> String {
         var sql = table + "." + Self.quoted(field.column)
+        if let relation, relation.column(field.column) == nil, let schema = relation.computedFields[field.column] {
+            let row = relation.columns.map { table + "." + Self.quoted($0.name) }.joined(separator: ", ")
+            sql = "\(Self.quoted(schema)).\(Self.quoted(field.column))(ROW(\(row))::\(Self.qualified(relation)))"
+        }
         guard !field.jsonPath.isEmpty else { return sql }
         sql = "to_jsonb(\(sql))"
         for step in field.jsonPath {
@@ -74,7 +80,7 @@ struct TableSQL {
             let test = exists(&self)
             return condition.negated ? test : "NOT \(test)"
         }
-        let lhs = self.expression(filter.field, on: table)
+        let lhs = self.expression(filter.field, on: table, relation: relation)
         let sql: String
         switch condition.value {
         case .keyword(let keyword):
@@ -160,7 +166,8 @@ struct TableSQL {
     /// ` ORDER BY …` (empty without terms) on the node of relation `origin` aliased `table`. `related` holds the
     /// node's embeddings by name: a related order on a to-many one (nil) is 400 `PGRST118`, on a name that is no
     /// embedding 400 `PGRST108`, as in PostgREST.
-    mutating func orderBy(_ terms: [OrderTerm], on table: String, origin: String, related: [String: RelatedValue?]) throws -> String {
+    mutating func orderBy(_ terms: [OrderTerm], on table: String, of relation: Relation, related: [String: RelatedValue?]) throws -> String {
+        let origin = relation.name
         guard !terms.isEmpty else { return "" }
         let keys = try terms.map { term -> String in
             var key: String
@@ -177,7 +184,7 @@ struct TableSQL {
                 }
                 key = value(term.field, &self)
             } else {
-                key = self.expression(term.field, on: table)
+                key = self.expression(term.field, on: table, relation: relation)
             }
             if let direction = term.direction { key += " " + direction.rawValue.uppercased() }
             if let nulls = term.nulls { key += nulls == .first ? " NULLS FIRST" : " NULLS LAST" }

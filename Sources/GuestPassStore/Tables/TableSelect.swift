@@ -32,7 +32,7 @@ struct SelectListBuilder {
                     throw PostgRESTRefusal(
                         .badRequest, code: PostgRESTCode.aggregatesNotAllowed, message: "Use of aggregate functions is not allowed")
                 }
-                var expression = sql.expression(field.field, on: table)
+                var expression = sql.expression(field.field, on: table, relation: relation)
                 if let cast = field.cast { expression = "CAST(\(expression) AS \(try Self.castType(cast)))" }
                 built.columns.append((expression, TableSQL.outputName(field)))
             case .embed(let embedding):
@@ -96,7 +96,7 @@ struct SelectListBuilder {
                 let conditions = ([joined.conditions] + list.innerConditions).joined(separator: " AND ")
                 let from = "\(joined.from)\(list.joins.joined()) WHERE \(conditions)"
                 guard !relationship.isToOne else { return from + " LIMIT 1" }
-                let order = try sql.orderBy(modifiers.order, on: alias, origin: target.name, related: list.relatedValues)
+                let order = try sql.orderBy(modifiers.order, on: alias, of: target, related: list.relatedValues)
                 return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
             },
             exists: { sql in
@@ -107,7 +107,7 @@ struct SelectListBuilder {
                 ? { field, sql in
                     let valueAlias = sql.alias(for: target.name)
                     let joined = joinAndFilters(valueAlias, &sql)
-                    return "(SELECT \(sql.expression(field, on: valueAlias)) \(joined.from) WHERE \(joined.conditions) LIMIT 1)"
+                    return "(SELECT \(sql.expression(field, on: valueAlias, relation: target)) \(joined.from) WHERE \(joined.conditions) LIMIT 1)"
                 } : nil)
     }
 

@@ -98,7 +98,7 @@ public enum TableStatements {
         try self.requireEmbedded(plan.query, select.embeddedPaths)
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
         let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(list.joins.joined())" + self.whereClause(conditions)
-        let order = try sql.orderBy(plan.query.root.order, on: table, origin: plan.relation.name, related: list.relatedValues)
+        let order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, related: list.relatedValues)
         let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
         let page = "SELECT \(list.selectList) \(from)\(order)\(sql.range(limit: limit, offset: plan.offset))"
         var total = "NULL::bigint"
@@ -201,7 +201,7 @@ public enum TableStatements {
             // `!inner` embeddings narrow the representation, as they narrow a read.
             filter = self.whereClause(built.innerConditions)
             try self.requireEmbedded(plan.query, select.embeddedPaths)
-            order = try sql.orderBy(plan.query.root.order, on: table, origin: plan.relation.name, related: built.relatedValues)
+            order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, related: built.relatedValues)
             body = self.bodyExpression(plan, columns: built.columns.map(\.name), sql: &sql)
         } else if plan.returnsHeadersOnly, !plan.relation.primaryKey.isEmpty {
             list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ")

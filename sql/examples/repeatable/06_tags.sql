@@ -81,3 +81,18 @@ create policy reading_tags_delete_app on public.reading_tags for delete to servi
     using (app_id = (select auth.app_id()));
 
 comment on policy reading_tags_delete_app on public.reading_tags is 'An app''s backend removes links of its app only.';
+
+-- A computed field, as PostgREST has them: a function of an exposed schema whose one argument is a reading's row is
+-- selected, filtered and ordered like a column of readings (readings?select=kind,tag_count&order=tag_count.desc),
+-- though never by `*`. SECURITY INVOKER, so it counts only the links the caller may see.
+create or replace function public.tag_count(public.readings)
+    returns integer
+    language sql stable set search_path = '' as $$
+    select count(*)::integer from public.reading_tags as l where l.reading_id = $1.id
+$$;
+
+comment on function public.tag_count(public.readings) is
+    'Example app (a computed field of readings): how many tags the reading carries, of the links the caller may see.';
+
+revoke all on function public.tag_count(public.readings) from public;
+grant execute on function public.tag_count(public.readings) to authenticated, service_role;
