@@ -88,6 +88,10 @@ def test_rpc_rows_take_the_table_grammar(server, app):
     assert head.count == 2 and not head.data, "HEAD: the count, no rows"
     embedded = client.rpc("list_readings", {}).select("kind, users(id)").eq("kind", "face").execute().data
     assert embedded == [{"kind": "face", "users": {"id": client.auth.get_user().user.id}}], "the table's foreign keys embed"
+    devices = client.rpc("list_devices", {}).select("current:is_current").eq("is_current", True).execute().data
+    assert devices == [{"current": True}], "RETURNS TABLE: its columns are the rows' columns"
+    csv = client.rpc("list_readings", {"p_kind": "palm"}).select("kind").csv().execute().data
+    assert csv == "kind\npalm\npalm"
     # A function returning one row answers an object, shaped too; a scalar function ignores the grammar.
     added = client.rpc("add_reading", {"p_kind": "face"}).select("kind").execute().data
     assert added == {"kind": "face"}
