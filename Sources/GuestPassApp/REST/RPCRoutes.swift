@@ -9,13 +9,13 @@ import GuestPassStore
 import PostgRESTGrammar
 
 /// PostgREST-compatible RPC: `POST /rest/v1/rpc/<fn>` with named JSON arguments, `GET` with query-string arguments
-/// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come
-/// from the API key and token, never from the request. A function's rows take the table grammar as PostgREST's do
-/// (`rpc('fn').select('a').eq('b', 1).order('a').single()`): the query's `select`, filters, `order` and ranges, `Accept`
-/// and `Prefer: count` shape them (on GET, a pair whose value parses as a filter is one, any other is an argument). Read-only calls (GET, or a STABLE/IMMUTABLE function) run on
-/// `readPool` — a streaming replica when `GUESTPASS_DATABASE_READ_URL` is set, so they may lag the primary by the
-/// replication delay, and fall back to the primary when the replica cannot answer — and everything else on `pool`, the
-/// primary.
+/// (read-only). Only functions of the exposed schemas are reachable; the caller's role and verified claims come from
+/// the API key and token, never from the request. A function's rows take the table grammar as PostgREST's do
+/// (`rpc('fn').select('a').eq('b', 1).order('a').single()`): the query's `select`, filters, `order` and ranges,
+/// `Accept` and `Prefer: count` shape them (on GET, a pair whose value parses as a filter is one, any other is an
+/// argument). Read-only calls (GET, or a STABLE/IMMUTABLE function) run on `readPool` — a streaming replica when
+/// `GUESTPASS_DATABASE_READ_URL` is set, so they may lag the primary by the replication delay, and fall back to the
+/// primary when the replica cannot answer — and everything else on `pool`, the primary.
 struct RPCRoutes: Sendable {
     let pool: PostgresPool
     let reads: ReadRouting
