@@ -434,6 +434,17 @@ def test_preference_applied_echoes_what_was_honoured(server, app):
     assert "preference-applied" not in raw.headers, "nothing applied: return= is not echoed on a read"
 
 
+def test_prefer_timezone_writes_timestamps_in_that_zone(server, app):
+    guest = Guest(server, app)
+    guest.table("readings").insert({"kind": "face", "created_at": "2026-05-01T10:00:00+00:00"}).execute()
+    zoned = guest.request("GET", "readings?select=created_at", {"Prefer": "timezone=America/Los_Angeles, count=exact"})
+    assert zoned.status_code == 200 and zoned.json() == [{"created_at": "2026-05-01T03:00:00-07:00"}], zoned.text
+    assert zoned.headers["preference-applied"] == "count=exact, timezone=America/Los_Angeles"
+    assert guest.request("GET", "readings?select=created_at").json() == [{"created_at": "2026-05-01T10:00:00+00:00"}], \
+        "the zone holds for its own request only"
+    assert_table_error(guest.request("GET", "readings", {"Prefer": "timezone=Nowhere/Else"}), 400, "22023")
+
+
 def test_strict_handling_and_refused_preferences(server, app):
     guest = Guest(server, app)
     body = assert_table_error(guest.request("GET", "readings", {"Prefer": "handling=strict, foo=bar"}), 400,

@@ -78,15 +78,17 @@ struct RPCRoutes: Sendable {
             )
         }
         let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest, head: head)
-        let statement =
-            try shaped.map { try RPCStatement.statement(for: function, arguments: arguments, plan: $0) }
-            ?? RPCStatement.statement(for: function, arguments: arguments)
+        let statements =
+            try shaped.map {
+                TableStatements.settings(for: $0, role: caller.identity.role.rawValue)
+                    + [try RPCStatement.statement(for: function, arguments: arguments, plan: $0)]
+            } ?? [RPCStatement.statement(for: function, arguments: arguments)]
         let results: [PostgresResult]
         do {
             if readOnlyRequest || function.isReadOnly {
-                results = try await self.reads.run(caller.identity, [statement])
+                results = try await self.reads.run(caller.identity, statements)
             } else {
-                results = try await self.pool.requestTransaction(caller.identity, [statement])
+                results = try await self.pool.requestTransaction(caller.identity, statements)
             }
         } catch {
             ServiceMetrics.rpc(

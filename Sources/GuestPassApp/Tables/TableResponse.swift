@@ -80,7 +80,7 @@ struct TableResponse {
     }
 
     /// The preferences honoured, in PostgREST's order: resolution (inserts into a relation with a key), missing
-    /// (POST, PATCH), return (writes), count, handling, max-affected (PATCH, DELETE under `handling=strict`).
+    /// (POST, PATCH), return (writes), count, handling, timezone, max-affected (PATCH, DELETE under `handling=strict`).
     var preferenceApplied: String? {
         let preferences = self.plan.preferences
         let action = self.plan.action
@@ -92,6 +92,7 @@ struct TableResponse {
         if case .read = action {} else if let value = preferences.returnPreference { applied.append("return=" + value.rawValue) }
         if let count = preferences.count { applied.append("count=" + count.rawValue) }
         if let handling = preferences.handling { applied.append("handling=" + handling.rawValue) }
+        if let zone = preferences.timezone { applied.append("timezone=" + zone) }
         if action == .update || action == .delete, preferences.handling == .strict, let most = preferences.maxAffected {
             applied.append("max-affected=\(most)")
         }

@@ -76,10 +76,7 @@ struct TableRoutes: Sendable {
             statement = try TableStatements.delete(plan)
         }
         let identity = context.caller.identity
-        var statements = [statement]
-        if let timeout = catalog.statementTimeouts[identity.role.rawValue] {
-            statements.insert(TableStatements.statementTimeout(timeout), at: 0)
-        }
+        let statements = TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
         let results: [PostgresResult]
         if case .read = action {
             results = try await self.reads.run(identity, statements)

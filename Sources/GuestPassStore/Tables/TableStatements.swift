@@ -83,10 +83,19 @@ public struct TableBody: Sendable {
 /// inserted rather than updated, or NULL). Identifiers come from the schema cache, values are bound (`TableSQL`); a request
 /// the builders cannot express is a `PostgRESTRefusal`.
 public enum TableStatements {
-    /// The role's `statement_timeout` for the rest of the request transaction (`set_config('role', …)` does not apply a
-    /// role's settings as a login does), so every statement of the request, `count=exact` included, runs under it.
-    public static func statementTimeout(_ value: String) -> PostgresStatement {
-        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [value])
+    /// The settings a request's statement runs under, for the rest of its transaction: the role's `statement_timeout`
+    /// (`set_config('role', …)` does not apply a role's settings as a login does), so every statement of the request,
+    /// `count=exact` included, runs under it; and `Prefer: timezone=…` (the zone timestamps are written in), which
+    /// PostgreSQL checks (an unknown zone is its 22023, a 400), as PostgREST sets it.
+    public static func settings(for plan: TablePlan, role: String) -> [PostgresStatement] {
+        var settings: [PostgresStatement] = []
+        if let timeout = plan.catalog.statementTimeouts[role] {
+            settings.append(PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout]))
+        }
+        if let zone = plan.preferences.timezone {
+            settings.append(PostgresStatement("SELECT set_config('timezone', $1, true)", [zone]))
+        }
+        return settings
     }
 
     /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
