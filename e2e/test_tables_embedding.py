@@ -205,3 +205,17 @@ def test_a_spread_after_a_write(noted):
                         json={"reading_id": noted.b["id"], "body": "z"})
     assert raw.status_code == 201, raw.text
     assert raw.json() == [{"body": "z", "kind": "face"}]
+
+
+def test_a_computed_relationship_embeds_under_its_functions_name(noted):
+    """`public.latest_reading(users)` (`sql/examples`, `SETOF readings ROWS 1`): a to-one computed relationship."""
+    latest = noted.request("GET", "users?select=id,latest_reading(kind,created_at)")
+    assert latest.status_code == 200, latest.text
+    assert latest.json() == [{"id": noted.user_id,
+                              "latest_reading": {"kind": "face", "created_at": "2026-02-02T00:00:00+00:00"}}]
+    filtered = noted.request("GET", "users?select=latest_reading!inner(kind)&latest_reading.kind=eq.palm")
+    assert filtered.status_code == 200 and filtered.json() == [], "its one row is not a palm reading: !inner drops the user"
+    spread = noted.request("GET", "users?select=...latest_reading(latest_kind:kind)")
+    assert spread.json() == [{"latest_kind": "face"}], spread.text
+    ordered = noted.request("GET", "users?select=id,latest_reading(kind)&order=latest_reading(kind).desc")
+    assert ordered.status_code == 200 and len(ordered.json()) == 1, ordered.text

@@ -1,12 +1,13 @@
--- tags and reading_tags policies (example app, the many-to-many): the grants, keys and policy sets, then the CRUD x
--- role x tenant matrix: anon gets 42501; users A and B of app X and user C of app Y read and change only their own
--- tags and links, and link only their own reading to their own tag; the backend of app X (service_role) only app X's,
--- each link between a reading and a tag of the link's user; deleting a reading, a tag or a user deletes its links.
--- Fixtures: lib/readings.sql's readings RA1, RA2 (A), RB1 (B), RC1 (C); tags TA …0000000a00f1 (A, "love"),
--- TB …0000000b00f1 (B, "love"), TC …0000000c00f1 (C, "love"); links RA1–TA, RB1–TB, RC1–TC.
+-- tags and reading_tags policies (example app, the many-to-many), and the example's computed field and relationship:
+-- the grants, keys and policy sets, then the CRUD x role x tenant matrix: anon gets 42501; users A and B of app X and
+-- user C of app Y read and change only their own tags and links, and link only their own reading to their own tag; the
+-- backend of app X (service_role) only app X's, each link between a reading and a tag of the link's user; deleting a
+-- reading, a tag or a user deletes its links. Fixtures: lib/readings.sql's readings RA1, RA2 (A), RB1 (B), RC1 (C);
+-- tags TA …0000000a00f1 (A, "love"), TB …0000000b00f1 (B, "love"), TC …0000000c00f1 (C, "love"); links RA1–TA, RB1–TB,
+-- RC1–TC.
 -- Needs sql/examples applied.
 begin;
-select plan(43);
+select plan(44);
 
 \ir lib/fixtures.sql
 \ir lib/readings.sql
@@ -66,6 +67,12 @@ select ok(
     (select not p.prosecdef and p.proconfig = array['search_path=""'] from pg_catalog.pg_proc as p
      where p.oid = 'public.tag_count(public.readings)'::regprocedure),
     'tag_count is SECURITY INVOKER (it counts what the caller may see) and pins an empty search_path'
+);
+select is(
+    (select pg_temp.executors(p.oid) || ' ' || (not p.prosecdef)::text || ' ' || p.prorows::text
+     from pg_catalog.pg_proc as p where p.oid = 'public.latest_reading(public.users)'::regprocedure),
+    'authenticated,service_role true 1',
+    'the computed relationship latest_reading(users) is INVOKER, ROWS 1 (to-one), for authenticated and service_role only'
 );
 
 -- Fixtures, as the superuser.

@@ -21,35 +21,48 @@ struct Relationship {
         let toParent: [(junction: String, parent: String)]
     }
 
-    /// The foreign key followed (for many-to-many, the junction's key to the target).
-    let foreignKey: ForeignKey
+    /// The foreign key followed (for many-to-many, the junction's key to the target; nil for a computed relationship).
+    let foreignKey: ForeignKey?
     let target: Relation
     let cardinality: Cardinality
     /// The join of a direct relationship: pairs of (target column, parent column) that must be equal.
     let joins: [(target: String, parent: String)]
     let junction: Junction?
+    /// A computed relationship's function, which the rows come from (called with the parent's row).
+    let function: (schema: String, name: String)?
 
-    init(foreignKey: ForeignKey, target: Relation, cardinality: Cardinality, joins: [(target: String, parent: String)], junction: Junction? = nil) {
+    init(
+        foreignKey: ForeignKey?, target: Relation, cardinality: Cardinality, joins: [(target: String, parent: String)], junction: Junction? = nil,
+        function: (schema: String, name: String)? = nil
+    ) {
         self.foreignKey = foreignKey
         self.target = target
         self.cardinality = cardinality
         self.joins = joins
         self.junction = junction
+        self.function = function
     }
 
     var isToOne: Bool { self.cardinality == .manyToOne || self.cardinality == .oneToOne }
 
-    /// What ties a target row (aliased `alias`) to the parent row (aliased `parentTable`): a join to the junction
-    /// (under a fresh alias, inner, so that a spread's lateral joins after it still see the target) and the
-    /// conditions for the WHERE.
-    func join(target alias: String, parent parentTable: String, sql: inout TableSQL) -> (from: String, conditions: [String]) {
+    /// Where target rows (aliased `alias`) tied to the parent row (`parent` aliased `parentTable`) come from: `FROM`
+    /// the target with the WHERE conditions of a foreign key; or with an inner join to the junction (under a fresh
+    /// alias, so that a spread's lateral joins after it still see the target); or `FROM` the computed relationship's
+    /// function of the parent's row.
+    func source(target alias: String, parent: Relation, parentTable: String, sql: inout TableSQL) -> (from: String, conditions: [String]) {
+        let target = "FROM \(TableSQL.qualified(self.target)) AS \(alias)"
+        if let function {
+            let row = parent.columns.map { parentTable + "." + TableSQL.quoted($0.name) }.joined(separator: ", ")
+            let call = "\(TableSQL.quoted(function.schema)).\(TableSQL.quoted(function.name))(ROW(\(row))::\(TableSQL.qualified(parent)))"
+            return ("FROM \(call) AS \(alias)", [])
+        }
         guard let junction else {
-            return ("", self.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" })
+            return (target, self.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" })
         }
         let junctionAlias = sql.alias(for: junction.relation.name)
         let on = junction.toTarget.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(alias).\(TableSQL.quoted($0.target))" }
         let conditions = junction.toParent.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
-        return (" JOIN \(TableSQL.qualified(junction.relation)) AS \(junctionAlias) ON \(on.joined(separator: " AND "))", conditions)
+        return (target + " JOIN \(TableSQL.qualified(junction.relation)) AS \(junctionAlias) ON \(on.joined(separator: " AND "))", conditions)
     }
 }
 
@@ -58,6 +71,8 @@ extension RelationCatalog {
     /// name, or a single foreign-key column), narrowed by `hint` (`rel!hint`: a foreign key's name or one of its
     /// columns). None is 400 `PGRST200`; several are 300 `PGRST201` with the hints that would choose each.
     func relationship(from parent: Relation, to name: String, hint: String?) throws -> Relationship {
+        // A computed relationship of that name wins over the foreign keys, as in PostgREST.
+        if hint == nil, let computed = self.computed(from: parent, named: name) { return computed }
         var candidates: [Relationship] = []
         for key in self.foreignKeys {
             let matchesHint = { (hint: String?) in
@@ -92,9 +107,10 @@ extension RelationCatalog {
                 hint: "Embeddings follow foreign keys between tables of the exposed schemas"
             )
         }
-        let choices = candidates.map { "'\(name)!\($0.junction?.relation.name ?? $0.foreignKey.name)'" }.joined(separator: ", ")
-        let details = candidates.map { candidate in
-            let key = candidate.foreignKey
+        // Every candidate here follows a foreign key (a computed relationship was returned above).
+        let choices = candidates.map { "'\(name)!\($0.junction?.relation.name ?? $0.foreignKey?.name ?? "")'" }.joined(separator: ", ")
+        let details = candidates.compactMap { candidate -> String? in
+            guard let key = candidate.foreignKey else { return nil }
             let via = candidate.junction.map { " through \($0.relation.name)" } ?? ""
             return
                 "\(candidate.cardinality) via \(key.name) (\(key.table)(\(key.columns.joined(separator: ", "))) → \(key.referencedTable)(\(key.referencedColumns.joined(separator: ", "))))\(via)"
@@ -105,6 +121,19 @@ extension RelationCatalog {
             details: details,
             hint: "Try changing '\(name)' to one of the following: \(choices). Find the desired relationship in the 'details' key."
         )
+    }
+
+    /// The computed relationship `name` of `parent`: a function of the exposed schemas taking `parent`'s row.
+    private func computed(from parent: Relation, named name: String) -> Relationship? {
+        guard
+            let found = self.computedRelationships.first(where: {
+                $0.parentSchema == parent.schema && $0.parent == parent.name && $0.function == name
+            }),
+            let target = self.relation(schema: found.targetSchema, name: found.target)
+        else { return nil }
+        return Relationship(
+            foreignKey: nil, target: target, cardinality: found.toOne ? .manyToOne : .oneToMany, joins: [],
+            function: (found.schema, found.function))
     }
 
     /// The many-to-many relationships from `parent` to the relation named `name`, as PostgREST finds them: a table of

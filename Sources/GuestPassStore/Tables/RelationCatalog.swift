@@ -85,10 +85,31 @@ public struct ForeignKey: Sendable, Decodable {
     }
 }
 
+/// A computed relationship: `schema.function(parent)` returns rows of `target` (one row for `RETURNS target` or
+/// `RETURNS SETOF target ROWS 1`, else many), embedded under the function's name as a foreign key's target would be.
+public struct ComputedRelationship: Sendable, Decodable {
+    public let schema: String
+    public let function: String
+    public let parentSchema: String
+    public let parent: String
+    public let targetSchema: String
+    public let target: String
+    public let toOne: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case schema, function, parent, target
+        case parentSchema = "parent_schema"
+        case targetSchema = "target_schema"
+        case toOne = "to_one"
+    }
+}
+
 /// The relations of the exposed schemas and the foreign keys between them, loaded in one query.
 public struct RelationCatalog: Sendable {
     public internal(set) var relations: [String: Relation] = [:]
     public internal(set) var foreignKeys: [ForeignKey] = []
+    /// PostgREST's computed relationships: functions of the exposed schemas from one relation's row to another's rows.
+    public internal(set) var computedRelationships: [ComputedRelationship] = []
     /// The per-role `statement_timeout` (`ALTER ROLE … [IN DATABASE …] SET statement_timeout`, the database's own
     /// setting first), applied to each table request, since
     /// `set_config('role', …)` does not apply a role's settings the way a login does.
@@ -151,6 +172,20 @@ public struct RelationCatalog: Sendable {
             JOIN pg_catalog.pg_class AS r ON r.oid = f.confrelid
             JOIN pg_catalog.pg_namespace AS rn ON rn.oid = r.relnamespace
             WHERE f.contype = 'f' AND n.nspname = ANY (string_to_array($1, ',')) AND rn.nspname = ANY (string_to_array($1, ','))), '[]'),
+          'computed_relationships', coalesce((
+            SELECT json_agg(json_build_object(
+              'schema', fn.nspname, 'function', f.proname, 'parent_schema', pn.nspname, 'parent', pc.relname,
+              'target_schema', tn.nspname, 'target', tc.relname, 'to_one', NOT f.proretset OR f.prorows = 1)
+              ORDER BY fn.nspname, f.proname)
+            FROM pg_catalog.pg_proc AS f
+            JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
+            JOIN pg_catalog.pg_class AS pc ON pc.reltype = f.proargtypes[0]
+            JOIN pg_catalog.pg_namespace AS pn ON pn.oid = pc.relnamespace
+            JOIN pg_catalog.pg_class AS tc ON tc.reltype = f.prorettype
+            JOIN pg_catalog.pg_namespace AS tn ON tn.oid = tc.relnamespace
+            WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND f.pronargs = 1
+              AND pn.nspname = ANY (string_to_array($1, ',')) AND tn.nspname = ANY (string_to_array($1, ','))
+              AND pc.relkind IN ('r', 'p', 'v', 'm', 'f') AND tc.relkind IN ('r', 'p', 'v', 'm', 'f')), '[]'),
           'statement_timeouts', coalesce((
             SELECT json_object_agg(t.rolname, t.value) FROM (
               SELECT DISTINCT ON (r.rolname) r.rolname, substr(setting, length('statement_timeout=') + 1) AS value
@@ -187,6 +222,7 @@ public struct RelationCatalog: Sendable {
 
         let relations: [RelationRow]
         let foreign_keys: [ForeignKey]
+        let computed_relationships: [ComputedRelationship]
         let statement_timeouts: [String: String]
         let writable_without_rls: [String]
     }
@@ -203,6 +239,7 @@ public struct RelationCatalog: Sendable {
             self.relations[relation.qualifiedName] = relation
         }
         self.foreignKeys = document.foreign_keys
+        self.computedRelationships = document.computed_relationships
         self.statementTimeouts = document.statement_timeouts
         self.writableWithoutRowSecurity = document.writable_without_rls
     }

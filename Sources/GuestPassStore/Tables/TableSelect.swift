@@ -83,11 +83,12 @@ struct SelectListBuilder {
         let list = try self.build(embedding.items, relation: target, table: alias, path: childPath, sql: &sql)
         let maxRows = self.maxRows
 
-        /// `FROM target AS alias [JOIN junction …]` and the WHERE conditions of the join and the embedded filters.
+        /// `FROM target AS alias [JOIN junction …]` (or the function's rows) and the WHERE conditions of the join and the
+        /// embedded filters (`TRUE` when there are none).
         let joinAndFilters = { (alias: String, sql: inout TableSQL) -> (from: String, conditions: String) in
-            let join = relationship.join(target: alias, parent: parentTable, sql: &sql)
-            let filters = sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)
-            return ("FROM \(TableSQL.qualified(target)) AS \(alias)\(join.from)", (join.conditions + filters).joined(separator: " AND "))
+            let source = relationship.source(target: alias, parent: parent, parentTable: parentTable, sql: &sql)
+            let conditions = source.conditions + sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)
+            return (source.from, conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND "))
         }
         return EmbeddedNode(
             isToOne: relationship.isToOne, list: list,

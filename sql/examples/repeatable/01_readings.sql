@@ -169,6 +169,22 @@ comment on function public.readings_summary() is
     'Example app: the caller''s readings as {"total": n, "by_kind": {"<kind>": n, …}} (kinds with no reading are '
     'left out).';
 
+-- A computed relationship, as PostgREST has them: a function of an exposed schema from a user's row to rows of
+-- readings embeds under its own name (users?select=id,latest_reading(kind,created_at)); ROWS 1 makes it to-one, an
+-- object or null. SECURITY INVOKER, so the caller's policies decide which readings it can find.
+create or replace function public.latest_reading(public.users)
+    returns setof public.readings
+    rows 1
+    language sql stable set search_path = '' as $$
+    select r.* from public.readings as r where r.user_id = $1.id order by r.created_at desc, r.id limit 1
+$$;
+
+comment on function public.latest_reading(public.users) is
+    'Example app (a computed relationship of users): the user''s latest reading the caller may see, or none.';
+
+revoke execute on function public.latest_reading(public.users) from public;
+grant execute on function public.latest_reading(public.users) to authenticated, service_role;
+
 revoke execute on function public.add_reading(text, jsonb), public.list_readings(text), public.count_readings(),
     public.delete_reading(uuid), public.get_user_readings(uuid), public.readings_summary() from public;
 grant execute on function public.add_reading(text, jsonb), public.list_readings(text), public.count_readings(),
