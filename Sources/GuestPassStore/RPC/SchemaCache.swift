@@ -28,11 +28,11 @@ public struct RPCFunction: Sendable {
     /// `record` without them.
     let resultColumns: [Relation.Column]
     /// The table or view whose row type the function returns (`SETOF public.readings`), which its results embed from.
-    let resultRelation: (schema: String, name: String)?
+    let returnedTable: (schema: String, name: String)?
 
     init(
         schema: String, name: String, arguments: [Argument], shape: Shape, isReadOnly: Bool, resultColumns: [Relation.Column] = [],
-        resultRelation: (schema: String, name: String)? = nil
+        returnedTable: (schema: String, name: String)? = nil
     ) {
         self.schema = schema
         self.name = name
@@ -40,7 +40,7 @@ public struct RPCFunction: Sendable {
         self.shape = shape
         self.isReadOnly = isReadOnly
         self.resultColumns = resultColumns
-        self.resultRelation = resultRelation
+        self.returnedTable = returnedTable
     }
 
     /// The rows a function answers, as a relation the table grammar can select from, filter and order: the table or
@@ -48,7 +48,7 @@ public struct RPCFunction: Sendable {
     /// when it answers no rows of known columns.
     public func resultRelation(in catalog: RelationCatalog) -> Relation? {
         guard self.shape == .row || self.shape == .setOfRows else { return nil }
-        if let table = self.resultRelation, let relation = catalog.relation(schema: table.schema, name: table.name) { return relation }
+        if let table = self.returnedTable, let relation = catalog.relation(schema: table.schema, name: table.name) { return relation }
         guard !self.resultColumns.isEmpty else { return nil }
         return Relation(
             schema: self.schema, name: self.name, kind: .view, columns: self.resultColumns, primaryKey: [], uniqueKeys: [], rowSecurity: false)
@@ -256,7 +256,7 @@ public final class SchemaCache: Sendable {
             let function = RPCFunction(
                 schema: try row.decode(String.self, "schema"), name: try row.decode(String.self, "name"), arguments: arguments,
                 shape: shape, isReadOnly: try row.decode(String.self, "volatility") != "v", resultColumns: outputs.isEmpty ? typeColumns : outputs,
-                resultRelation: resultSchema.flatMap { schema in resultTable.map { (schema, $0) } }
+                returnedTable: resultSchema.flatMap { schema in resultTable.map { (schema, $0) } }
             )
             functions[function.schema + "." + function.name, default: []].append(function)
         }

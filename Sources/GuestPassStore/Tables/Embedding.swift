@@ -1,7 +1,7 @@
 import PostgRESTGrammar
 
-/// The relationship an embedding follows: a foreign key between the parent and the target, seen from the parent, or
-/// two foreign keys of a junction table (many-to-many).
+/// The relationship an embedding follows, seen from the parent: a foreign key between the parent and the target, two
+/// foreign keys of a junction table (many-to-many), or a function of the parent's row (a computed relationship).
 struct Relationship {
     enum Cardinality {
         /// The parent holds the foreign key: one target row or none (an object or `null`).
@@ -21,29 +21,29 @@ struct Relationship {
         let toParent: [(junction: String, parent: String)]
     }
 
+    /// How a target row is tied to the parent row.
+    enum Link {
+        /// Pairs of (target column, parent column) that must be equal.
+        case columns([(target: String, parent: String)])
+        /// Through a junction table.
+        case junction(Junction)
+        /// The rows of `schema.name(parent_row)`.
+        case function(schema: String, name: String)
+    }
+
     /// The foreign key followed (for many-to-many, the junction's key to the target; nil for a computed relationship).
     let foreignKey: ForeignKey?
     let target: Relation
     let cardinality: Cardinality
-    /// The join of a direct relationship: pairs of (target column, parent column) that must be equal.
-    let joins: [(target: String, parent: String)]
-    let junction: Junction?
-    /// A computed relationship's function, which the rows come from (called with the parent's row).
-    let function: (schema: String, name: String)?
-
-    init(
-        foreignKey: ForeignKey?, target: Relation, cardinality: Cardinality, joins: [(target: String, parent: String)], junction: Junction? = nil,
-        function: (schema: String, name: String)? = nil
-    ) {
-        self.foreignKey = foreignKey
-        self.target = target
-        self.cardinality = cardinality
-        self.joins = joins
-        self.junction = junction
-        self.function = function
-    }
+    let link: Link
 
     var isToOne: Bool { self.cardinality == .manyToOne || self.cardinality == .oneToOne }
+
+    /// The junction table, for a many-to-many relationship.
+    var junction: Junction? {
+        guard case .junction(let junction) = self.link else { return nil }
+        return junction
+    }
 
     /// Where target rows (aliased `alias`) tied to the parent row (`parent` aliased `parentTable`) come from: `FROM`
     /// the target with the WHERE conditions of a foreign key; or with an inner join to the junction (under a fresh
@@ -51,18 +51,20 @@ struct Relationship {
     /// function of the parent's row.
     func source(target alias: String, parent: Relation, parentTable: String, sql: inout TableSQL) -> (from: String, conditions: [String]) {
         let target = "FROM \(TableSQL.qualified(self.target)) AS \(alias)"
-        if let function {
-            let row = parent.columns.map { parentTable + "." + TableSQL.quoted($0.name) }.joined(separator: ", ")
-            let call = "\(TableSQL.quoted(function.schema)).\(TableSQL.quoted(function.name))(ROW(\(row))::\(TableSQL.qualified(parent)))"
+        switch self.link {
+        case .columns(let pairs):
+            return (target, pairs.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" })
+        case .junction(let junction):
+            let junctionAlias = sql.alias(for: junction.relation.name)
+            let on = junction.toTarget.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(alias).\(TableSQL.quoted($0.target))" }
+            let conditions = junction.toParent.map {
+                "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(parentTable).\(TableSQL.quoted($0.parent))"
+            }
+            return (target + " JOIN \(TableSQL.qualified(junction.relation)) AS \(junctionAlias) ON \(on.joined(separator: " AND "))", conditions)
+        case .function(let schema, let name):
+            let call = "\(TableSQL.quoted(schema)).\(TableSQL.quoted(name))(\(TableSQL.row(of: parent, on: parentTable)))"
             return ("FROM \(call) AS \(alias)", [])
         }
-        guard let junction else {
-            return (target, self.joins.map { "\(alias).\(TableSQL.quoted($0.target)) = \(parentTable).\(TableSQL.quoted($0.parent))" })
-        }
-        let junctionAlias = sql.alias(for: junction.relation.name)
-        let on = junction.toTarget.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(alias).\(TableSQL.quoted($0.target))" }
-        let conditions = junction.toParent.map { "\(junctionAlias).\(TableSQL.quoted($0.junction)) = \(parentTable).\(TableSQL.quoted($0.parent))" }
-        return (target + " JOIN \(TableSQL.qualified(junction.relation)) AS \(junctionAlias) ON \(on.joined(separator: " AND "))", conditions)
     }
 }
 
@@ -86,7 +88,7 @@ extension RelationCatalog {
                 candidates.append(
                     Relationship(
                         foreignKey: key, target: target, cardinality: .manyToOne,
-                        joins: Array(zip(key.referencedColumns, key.columns)).map { (target: $0.0, parent: $0.1) }))
+                        link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) })))
             }
             if key.referencedSchema == parent.schema, key.referencedTable == parent.name,
                 let target = self.relation(schema: key.schema, name: key.table), target.name == name || key.name == name, matchesHint(hint)
@@ -95,7 +97,7 @@ extension RelationCatalog {
                 candidates.append(
                     Relationship(
                         foreignKey: key, target: target, cardinality: unique ? .oneToOne : .oneToMany,
-                        joins: Array(zip(key.columns, key.referencedColumns)).map { (target: $0.0, parent: $0.1) }))
+                        link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) })))
             }
         }
         candidates += self.manyToMany(from: parent, to: name, junctionHint: hint)
@@ -132,8 +134,8 @@ extension RelationCatalog {
             let target = self.relation(schema: found.targetSchema, name: found.target)
         else { return nil }
         return Relationship(
-            foreignKey: nil, target: target, cardinality: found.toOne ? .manyToOne : .oneToMany, joins: [],
-            function: (found.schema, found.function))
+            foreignKey: nil, target: target, cardinality: found.toOne ? .manyToOne : .oneToMany,
+            link: .function(schema: found.schema, name: found.function))
     }
 
     /// The many-to-many relationships from `parent` to the relation named `name`, as PostgREST finds them: a table of
@@ -152,11 +154,12 @@ extension RelationCatalog {
                 else { continue }
                 found.append(
                     Relationship(
-                        foreignKey: toTarget, target: target, cardinality: .manyToMany, joins: [],
-                        junction: Relationship.Junction(
-                            relation: junction,
-                            toTarget: zip(toTarget.columns, toTarget.referencedColumns).map { (junction: $0.0, target: $0.1) },
-                            toParent: zip(toParent.columns, toParent.referencedColumns).map { (junction: $0.0, parent: $0.1) })))
+                        foreignKey: toTarget, target: target, cardinality: .manyToMany,
+                        link: .junction(
+                            Relationship.Junction(
+                                relation: junction,
+                                toTarget: zip(toTarget.columns, toTarget.referencedColumns).map { (junction: $0.0, target: $0.1) },
+                                toParent: zip(toParent.columns, toParent.referencedColumns).map { (junction: $0.0, parent: $0.1) }))))
             }
         }
         return found

@@ -32,17 +32,22 @@ struct TableSQL {
     /// `"schema"."name"`.
     static func qualified(_ relation: Relation) -> String { self.quoted(relation.schema) + "." + self.quoted(relation.name) }
 
+    /// The row of `relation` aliased `table` as the argument of a function of that row (a computed field or
+    /// relationship): `ROW("t"."a", …)::"s"."rel"`, rebuilt from its columns so that it types as the relation's row
+    /// from a CTE of returned rows too, not only from the table itself.
+    static func row(of relation: Relation, on table: String) -> String {
+        "ROW(\(relation.columns.map { table + "." + self.quoted($0.name) }.joined(separator: ", ")))::\(self.qualified(relation))"
+    }
+
     // MARK: Fields
 
     /// The SQL of `field` on `relation` aliased `table`: `"t"."col"`, or `to_jsonb("t"."col")->$1->>$2` along a
     /// JSON path (keys bound as text, indexes written as integers). A name that is no column but one of the relation's
-    /// computed fields is its function of the row, `"s"."fn"(ROW("t"."a", …)::"s"."rel")` (the row rebuilt from the
-    /// columns, so it types as the relation's row from a CTE of returned rows too).
+    /// computed fields is its function of the row (`row(of:on:)`).
     mutating func expression(_ field: FieldPath, on table: String, relation: Relation? = nil) -> String {
         var sql = table + "." + Self.quoted(field.column)
         if let relation, relation.column(field.column) == nil, let schema = relation.computedFields[field.column] {
-            let row = relation.columns.map { table + "." + Self.quoted($0.name) }.joined(separator: ", ")
-            sql = "\(Self.quoted(schema)).\(Self.quoted(field.column))(ROW(\(row))::\(Self.qualified(relation)))"
+            sql = "\(Self.quoted(schema)).\(Self.quoted(field.column))(\(Self.row(of: relation, on: table)))"
         }
         guard !field.jsonPath.isEmpty else { return sql }
         sql = "to_jsonb(\(sql))"
@@ -65,19 +70,23 @@ struct TableSQL {
 
     // MARK: Filters
 
-    /// The SQL of an embedding's existence test (`EXISTS (SELECT 1 FROM … WHERE join AND filters)`), its parameters
-    /// bound where it is used.
-    typealias ExistsTest = (inout TableSQL) -> String
+    /// One of a node's embeddings, as the node's filters and orders reach it by its name: the existence test of a
+    /// matching row (`EXISTS (SELECT 1 FROM … WHERE join AND filters)`, for `rel=not.is.null` and `!inner`) and, for a
+    /// to-one embedding only, a column's value in its one row under its filters (`order=rel(col)`). Both bind their
+    /// parameters where they are used.
+    struct EmbeddingReference {
+        let exists: (inout TableSQL) -> String
+        let value: ((FieldPath, inout TableSQL) -> String)?
+    }
 
     /// The SQL of `filter` on the relation aliased `table` (`relation` gives column types: full-text search wraps a
     /// column that is not a `tsvector` in `to_tsvector`).
-    /// `embeddings` are the existence tests of the node's embeddings by name: `rel=is.null` is a `NOT EXISTS` of a
-    /// matching row (an anti-join), `rel=not.is.null` an `EXISTS`, as PostgREST reads a null filter on an embedding's
-    /// name.
-    mutating func condition(_ filter: Filter, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> String {
+    /// `embeddings` are the node's embeddings by name: `rel=is.null` is a `NOT EXISTS` of a matching row (an
+    /// anti-join), `rel=not.is.null` an `EXISTS`, as PostgREST reads a null filter on an embedding's name.
+    mutating func condition(_ filter: Filter, on table: String, relation: Relation?, embeddings: [String: EmbeddingReference] = [:]) -> String {
         let condition = filter.condition
-        if filter.field.jsonPath.isEmpty, condition.value == .keyword(.null), let exists = embeddings[filter.field.column] {
-            let test = exists(&self)
+        if filter.field.jsonPath.isEmpty, condition.value == .keyword(.null), let embedding = embeddings[filter.field.column] {
+            let test = embedding.exists(&self)
             return condition.negated ? test : "NOT \(test)"
         }
         let lhs = self.expression(filter.field, on: table, relation: relation)
@@ -142,7 +151,7 @@ struct TableSQL {
     }
 
     /// The SQL of a logic tree.
-    mutating func logic(_ group: LogicGroup, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> String {
+    mutating func logic(_ group: LogicGroup, on table: String, relation: Relation?, embeddings: [String: EmbeddingReference] = [:]) -> String {
         let parts = group.children.map { child -> String in
             switch child {
             case .filter(let filter): return self.condition(filter, on: table, relation: relation, embeddings: embeddings)
@@ -154,33 +163,32 @@ struct TableSQL {
     }
 
     /// The conditions of a node's modifiers, ANDed (empty: none); `embeddings` as for `condition`.
-    mutating func conditions(_ modifiers: NodeModifiers, on table: String, relation: Relation?, embeddings: [String: ExistsTest] = [:]) -> [String] {
+    mutating func conditions(
+        _ modifiers: NodeModifiers, on table: String, relation: Relation?, embeddings: [String: EmbeddingReference] = [:]
+    ) -> [String] {
         modifiers.filters.map { self.condition($0, on: table, relation: relation, embeddings: embeddings) }
             + modifiers.logic.map { self.logic($0, on: table, relation: relation, embeddings: embeddings) }
     }
 
-    /// The SQL of a to-one embedding's column, for a related order (`order=rel(col)`): its value in the one row the
-    /// embedding holds, under its filters.
-    typealias RelatedValue = (FieldPath, inout TableSQL) -> String
-
-    /// ` ORDER BY …` (empty without terms) on the node of relation `origin` aliased `table`. `related` holds the
-    /// node's embeddings by name: a related order on a to-many one (nil) is 400 `PGRST118`, on a name that is no
+    /// ` ORDER BY …` (empty without terms) on the node of `relation` aliased `table`, whose embeddings by name are
+    /// `embeddings`: a related order (`order=rel(col)`) on a to-many one is 400 `PGRST118`, on a name that is no
     /// embedding 400 `PGRST108`, as in PostgREST.
-    mutating func orderBy(_ terms: [OrderTerm], on table: String, of relation: Relation, related: [String: RelatedValue?]) throws -> String {
-        let origin = relation.name
+    mutating func orderBy(
+        _ terms: [OrderTerm], on table: String, of relation: Relation, embeddings: [String: EmbeddingReference]
+    ) throws -> String {
         guard !terms.isEmpty else { return "" }
         let keys = try terms.map { term -> String in
             var key: String
-            if let relation = term.relation {
-                guard let found = related[relation] else {
+            if let name = term.relation {
+                guard let embedding = embeddings[name] else {
                     throw PostgRESTRefusal(
-                        .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(relation)' is not an embedded resource in this request",
-                        hint: "Verify that '\(relation)' is included in the 'select' query parameter.")
+                        .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(name)' is not an embedded resource in this request",
+                        hint: "Verify that '\(name)' is included in the 'select' query parameter.")
                 }
-                guard let value = found else {
+                guard let value = embedding.value else {
                     throw PostgRESTRefusal(
-                        .badRequest, code: PostgRESTCode.relatedOrderNotToOne, message: "A related order on '\(relation)' is not possible",
-                        details: "'\(origin)' and '\(relation)' do not form a many-to-one or one-to-one relationship")
+                        .badRequest, code: PostgRESTCode.relatedOrderNotToOne, message: "A related order on '\(name)' is not possible",
+                        details: "'\(relation.name)' and '\(name)' do not form a many-to-one or one-to-one relationship")
                 }
                 key = value(term.field, &self)
             } else {

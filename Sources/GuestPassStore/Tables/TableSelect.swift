@@ -44,9 +44,8 @@ struct SelectListBuilder {
                 } else if !Self.selectsNothing(embedding.items) {
                     built.columns.append((try self.embedded(node, sql: &sql), embedding.name))
                 }
-                if embedding.isInner { built.innerConditions.append(node.exists(&sql)) }
-                built.existsTests[embedding.name] = node.exists
-                built.relatedValues[embedding.name] = .some(node.relatedValue)
+                if embedding.isInner { built.innerConditions.append(node.reference.exists(&sql)) }
+                built.embeddings[embedding.name] = node.reference
             }
         }
         return built
@@ -63,9 +62,8 @@ struct SelectListBuilder {
 
     /// One embedded or spread relation: its select list on the target under a fresh alias, the FROM … WHERE of its
     /// rows (joined to the parent, with the embedded filters and its own children's joins and `!inner` conditions),
-    /// and the `EXISTS` test of a matching row that `!inner` and `rel=not.is.null` use. The rows and the test are
-    /// built where they are used: every parameter bound must appear in the statement (PostgreSQL cannot type an
-    /// unused one).
+    /// and its reference for the parent's filters and orders. The rows and the reference's SQL are built where they
+    /// are used: every parameter bound must appear in the statement (PostgreSQL cannot type an unused one).
     private mutating func node(
         _ embedding: Embedding, parent: Relation, parentTable: String, path: [String], sql: inout TableSQL
     ) throws -> EmbeddedNode {
@@ -87,7 +85,7 @@ struct SelectListBuilder {
         /// embedded filters (`TRUE` when there are none).
         let joinAndFilters = { (alias: String, sql: inout TableSQL) -> (from: String, conditions: String) in
             let source = relationship.source(target: alias, parent: parent, parentTable: parentTable, sql: &sql)
-            let conditions = source.conditions + sql.conditions(modifiers, on: alias, relation: target, embeddings: list.existsTests)
+            let conditions = source.conditions + sql.conditions(modifiers, on: alias, relation: target, embeddings: list.embeddings)
             return (source.from, conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND "))
         }
         return EmbeddedNode(
@@ -97,19 +95,20 @@ struct SelectListBuilder {
                 let conditions = ([joined.conditions] + list.innerConditions).joined(separator: " AND ")
                 let from = "\(joined.from)\(list.joins.joined()) WHERE \(conditions)"
                 guard !relationship.isToOne else { return from + " LIMIT 1" }
-                let order = try sql.orderBy(modifiers.order, on: alias, of: target, related: list.relatedValues)
+                let order = try sql.orderBy(modifiers.order, on: alias, of: target, embeddings: list.embeddings)
                 return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
             },
-            exists: { sql in
-                let joined = joinAndFilters(sql.alias(for: target.name), &sql)
-                return "EXISTS (SELECT 1 \(joined.from) WHERE \(joined.conditions))"
-            },
-            relatedValue: relationship.isToOne
-                ? { field, sql in
-                    let valueAlias = sql.alias(for: target.name)
-                    let joined = joinAndFilters(valueAlias, &sql)
-                    return "(SELECT \(sql.expression(field, on: valueAlias, relation: target)) \(joined.from) WHERE \(joined.conditions) LIMIT 1)"
-                } : nil)
+            reference: TableSQL.EmbeddingReference(
+                exists: { sql in
+                    let joined = joinAndFilters(sql.alias(for: target.name), &sql)
+                    return "EXISTS (SELECT 1 \(joined.from) WHERE \(joined.conditions))"
+                },
+                value: relationship.isToOne
+                    ? { field, sql in
+                        let valueAlias = sql.alias(for: target.name)
+                        let joined = joinAndFilters(valueAlias, &sql)
+                        return "(SELECT \(sql.expression(field, on: valueAlias, relation: target)) \(joined.from) WHERE \(joined.conditions) LIMIT 1)"
+                    } : nil))
     }
 
     /// An embedding's scalar subquery: an object or `null` for a to-one target, an array (`[]` for none) for a to-many.
@@ -160,15 +159,12 @@ struct SelectListBuilder {
 }
 
 /// A node's select list as built: its columns, the lateral joins its spreads add to its FROM, the conditions its
-/// `!inner` embeddings add to its WHERE, and the existence test of each embedding by the name filters use
-/// (`rel=not.is.null`).
+/// `!inner` embeddings add to its WHERE, and its embeddings by the name its filters and orders use.
 struct SelectList {
     var columns: [(expression: String, name: String)] = []
     var joins: [String] = []
     var innerConditions: [String] = []
-    var existsTests: [String: TableSQL.ExistsTest] = [:]
-    /// Each embedding's value for a related order (`order=rel(col)`), nil for a to-many one.
-    var relatedValues: [String: TableSQL.RelatedValue?] = [:]
+    var embeddings: [String: TableSQL.EmbeddingReference] = [:]
 
     /// `expression AS "name", …` (empty for no column: `SELECT FROM …` is valid and gives `{}` per row).
     var selectList: String { self.columns.map { "\($0.expression) AS \(TableSQL.quoted($0.name))" }.joined(separator: ", ") }
@@ -180,8 +176,6 @@ private struct EmbeddedNode {
     let list: SelectList
     /// `FROM target AS alias [its spreads' joins] WHERE join AND filters AND its !inner conditions [ORDER, LIMIT …]`.
     let rows: (inout TableSQL) throws -> String
-    /// `EXISTS (SELECT 1 FROM target AS fresh_alias WHERE join AND filters)`.
-    let exists: TableSQL.ExistsTest
-    /// A to-one target's column in its one row (`order=rel(col)`); nil for a to-many target.
-    let relatedValue: TableSQL.RelatedValue?
+    /// Its existence test and, to-one, a column's value (see `TableSQL.EmbeddingReference`).
+    let reference: TableSQL.EmbeddingReference
 }

@@ -101,29 +101,44 @@ public enum TableStatements {
     /// `GET`/`HEAD`: the page (at most `db-max-rows`), optionally the total under the same filters.
     public static func read(_ plan: TablePlan) throws -> PostgresStatement {
         var sql = TableSQL()
-        let table = TableSQL.quoted(plan.relation.name)
-        var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
-        let list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
-        try self.requireEmbedded(plan.query, select.embeddedPaths)
-        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
-        let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(list.joins.joined())" + self.whereClause(conditions)
-        let order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, related: list.relatedValues)
-        let limit = min(plan.limit ?? plan.maxRows, plan.maxRows)
-        let page = "SELECT \(list.selectList) \(from)\(order)\(sql.range(limit: limit, offset: plan.offset))"
+        let root = try self.readRoot(plan, sql: &sql)
+        let from = "FROM \(TableSQL.qualified(plan.relation)) AS \(root.table)\(root.list.joins.joined())" + self.whereClause(root.conditions)
+        let page = "SELECT \(root.list.selectList) \(from)\(root.order)\(root.range)"
         var total = "NULL::bigint"
         if plan.wantsCount {
             // The same filters again (their parameters bound anew): a count of what the policies let the caller see.
             // A spread's join never changes the row count (one row a parent), so the count needs none.
             let countConditions =
-                sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.existsTests) + list.innerConditions
-            total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(table)\(self.whereClause(countConditions)))"
+                sql.conditions(plan.query.root, on: root.table, relation: plan.relation, embeddings: root.list.embeddings)
+                + root.list.innerConditions
+            total = "(SELECT count(*) FROM \(TableSQL.qualified(plan.relation)) AS \(root.table)\(self.whereClause(countConditions)))"
         }
-        let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan, columns: list.columns.map(\.name), sql: &sql)
+        let body = plan.action == .read(head: true) ? "NULL::text" : self.bodyExpression(plan, columns: root.list.columns.map(\.name), sql: &sql)
         return PostgresStatement(
             "SELECT \(total) AS total, count(_t) AS page_total, \(body) AS body, NULL::bigint AS inserted FROM (\(page)) AS _t",
             sql.parameters
         )
     }
+
+    /// The root node of a read, of a table or of a function's rows: its alias (the relation's name), select list, the
+    /// WHERE conditions of its filters and `!inner` embeddings, its ORDER BY and its range (at most `db-max-rows`).
+    static func readRoot(
+        _ plan: TablePlan, sql: inout TableSQL
+    ) throws -> (table: String, list: SelectList, conditions: [String], order: String, range: String) {
+        let table = TableSQL.quoted(plan.relation.name)
+        var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
+        let list = try select.build(plan.query.select, relation: plan.relation, table: table, path: [], sql: &sql)
+        try self.requireEmbedded(plan.query, select.embeddedPaths)
+        let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation, embeddings: list.embeddings) + list.innerConditions
+        let order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, embeddings: list.embeddings)
+        let range = sql.range(limit: min(plan.limit ?? plan.maxRows, plan.maxRows), offset: plan.offset)
+        return (table, list, conditions, order, range)
+    }
+
+    /// The check a singular request (`application/vnd.pgrst.object+json`) adds over the rows `_t` of a statement that
+    /// may write: other than one row raises `PGRST116`, so the transaction rolls back.
+    static let singularCheck =
+        "CASE WHEN count(_t) <> 1 THEN guestpass_server.refuse_table_result('\(PostgRESTCode.notSingular)', count(_t)) END"
 
     /// `POST`: insert (or upsert) the body's rows.
     public static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
@@ -210,16 +225,14 @@ public enum TableStatements {
             // `!inner` embeddings narrow the representation, as they narrow a read.
             filter = self.whereClause(built.innerConditions)
             try self.requireEmbedded(plan.query, select.embeddedPaths)
-            order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, related: built.relatedValues)
+            order = try sql.orderBy(plan.query.root.order, on: table, of: plan.relation, embeddings: built.embeddings)
             body = self.bodyExpression(plan, columns: built.columns.map(\.name), sql: &sql)
         } else if plan.returnsHeadersOnly, !plan.relation.primaryKey.isEmpty {
             list = plan.relation.primaryKey.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ")
             body = "json_agg(_t)::text"
         }
         var checks: [String] = []
-        if plan.singular {
-            checks.append("CASE WHEN count(_t) <> 1 THEN guestpass_server.refuse_table_result('\(PostgRESTCode.notSingular)', count(_t)) END")
-        }
+        if plan.singular { checks.append(self.singularCheck) }
         if plan.preferences.handling == .strict, let most = plan.preferences.maxAffected, plan.action == .update || plan.action == .delete {
             checks.append(
                 "CASE WHEN count(_t) > \(sql.bind(String(most)))::bigint THEN guestpass_server.refuse_table_result('\(PostgRESTCode.maxAffected)', count(_t)) END"
