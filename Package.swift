@@ -27,6 +27,7 @@ extension Target.Dependency {
     static let hummingbirdWebSocket: Self = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
     static let argumentParser: Self = .product(name: "ArgumentParser", package: "swift-argument-parser")
     static let httpTypes: Self = .product(name: "HTTPTypes", package: "swift-http-types")
+    static let mustache: Self = .product(name: "Mustache", package: "swift-mustache")
 }
 
 let package = Package(
@@ -46,11 +47,13 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.20.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
     ],
     targets: [
         // MARK: C libraries (system packages; see README for the apt names)
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
         // MARK: Modules
         /// The libpq data layer: connections, pipelined request transactions, the pool. Sole importer of CLibPQ.
@@ -133,12 +136,15 @@ let package = Package(
                 .hummingbird, .logging, .nioConcurrencyHelpers, .nioFoundationEssentialsCompat,
             ]
         ),
+        /// Mail out: an SMTP client over libcurl (STARTTLS or implicit TLS, AUTH, a private CA), RFC 5322 messages
+        /// (text and HTML), and the mail templates (swift-mustache). No SQL, no HTTP. Sole importer of CCurl.
+        .target(name: "GuestPassMail", dependencies: ["CCurl", .logging, .mustache, .nioPosix, .nioCore]),
         /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`) as a resource.
         .target(
             name: "GuestPassApp",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
-                "PostgRESTGrammar", "RealtimeProtocol",
+                "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol",
                 .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
                 .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat,
             ],
@@ -157,7 +163,7 @@ let package = Package(
             name: "GuestPassCLI",
             dependencies: [
                 "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
-                "GuestPassAppleStandIn", "GuestPassDevStack",
+                "GuestPassAppleStandIn", "GuestPassDevStack", "GuestPassMail",
                 .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .serviceLifecycle, .unixSignals,
             ]
         ),
@@ -165,6 +171,7 @@ let package = Package(
         .target(name: "GuestPassTestSupport", dependencies: ["GuestPassPostgres", "GuestPassDevStack", .logging]),
 
         // MARK: Tests (one target per module)
+        .testTarget(name: "GuestPassMailTests", dependencies: ["GuestPassMail", "GuestPassTestSupport"]),
         .testTarget(name: "GuestPassPostgresTests", dependencies: ["GuestPassPostgres", "GuestPassTestSupport"]),
         .testTarget(name: "GuestPassMigrationsTests", dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"]),
         .testTarget(name: "PostgRESTGrammarTests", dependencies: ["PostgRESTGrammar", "GuestPassTestSupport"]),

@@ -211,6 +211,21 @@ CREATE FUNCTION guestpass.account_name(p_name text) RETURNS text
 COMMENT ON FUNCTION guestpass.account_name(p_name text) IS 'GuestPass internal: p_name trimmed of spaces, or null when that is empty or the placeholder User (any case). A partial name (Alex) is a name.';
 
 --
+-- Name: add_email_identity(uuid, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.add_email_identity(p_app uuid, p_user uuid, p_address text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7f8f84b51864a49c $$;
+
+--
+-- Name: FUNCTION add_email_identity(p_app uuid, p_user uuid, p_address text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.add_email_identity(p_app uuid, p_user uuid, p_address text) IS 'GuestPass internal: p_user''s email identity (subject = the user id, as GoTrue) carries p_address, and email is among its providers. A sign-up has it before its address is confirmed, as in GoTrue (identity_data.email_verified tells).';
+
+--
 -- Name: apply_credit_change(uuid, integer, text, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -371,6 +386,21 @@ CREATE FUNCTION guestpass.clock() RETURNS timestamp with time zone
 COMMENT ON FUNCTION guestpass.clock() IS 'GuestPass internal: the only clock GuestPass functions read (quotas, welcome-grant claims, rate limits, refresh-token rotation and reuse window, sign-out, last_seen_at): now(), or the transaction''s guestpass.clock_override setting when set (tests: set local guestpass.clock_override = ''…''). Column defaults and the updated_at trigger, which may run as a request role, keep now(). Inlinable: one expression, no SET clause.';
 
 --
+-- Name: confirm_email(uuid, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 b8d00b88640c0648 $$;
+
+--
+-- Name: FUNCTION confirm_email(p_app uuid, p_user uuid, p_address text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text) IS 'GuestPass internal: p_address is p_user''s confirmed address: users.email, not anonymous, email among the providers, user_metadata.email_verified, email_confirmed_at (kept when already set), no pending change, and an email identity (subject = the user id) carrying the address.';
+
+--
 -- Name: consume_at(uuid, text, timestamp with time zone, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -383,6 +413,95 @@ CREATE FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timest
 --
 
 COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) IS 'GuestPass internal: consumes one unit for user p_user (of app p_app when given) at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit} (guestpass.quota_json plus charged). With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on bad arguments or an unknown user, 42501 on a user unknown in p_app (public.consume_quota passes the caller''s app).';
+
+--
+-- Name: digests_equal(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.digests_equal(p_a text, p_b text) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 4d57a73ffd0e62b0 $$;
+
+--
+-- Name: FUNCTION digests_equal(p_a text, p_b text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.digests_equal(p_a text, p_b text) IS 'GuestPass internal: whether two lowercase hex SHA-256 / HMAC-SHA256 digests are equal, comparing every byte whatever the first difference (no early exit); false for null or malformed input.';
+
+--
+-- Name: email_address(text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.email_address(p_email text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 98f9551fa6dd8974 $$;
+
+--
+-- Name: FUNCTION email_address(p_email text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.email_address(p_email text) IS 'GuestPass internal: p_email trimmed and lower-cased, or 22023 when it is not a plain address of at most 255 characters (the server checks first and answers validation_failed; this is the last word).';
+
+--
+-- Name: email_answer(text, uuid, uuid, double precision, text, timestamp with time zone, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.email_answer(p_status text, p_user uuid, p_device uuid DEFAULT NULL::uuid, p_wait double precision DEFAULT NULL::double precision, p_amr text DEFAULT NULL::text, p_last_sign_in timestamp with time zone DEFAULT NULL::timestamp with time zone, p_redirect_to text DEFAULT NULL::text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 56c70656c825e8cb $$;
+
+--
+-- Name: FUNCTION email_answer(p_status text, p_user uuid, p_device uuid, p_wait double precision, p_amr text, p_last_sign_in timestamp with time zone, p_redirect_to text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.email_answer(p_status text, p_user uuid, p_device uuid, p_wait double precision, p_amr text, p_last_sign_in timestamp with time zone, p_redirect_to text) IS 'GuestPass internal: the one answer of the email functions: a status, the seconds to wait (rate limits), where a link leads, and the user as the server shows it (columns null without one), its identities and email state, the session''s device and authentication method (amr) when one opened.';
+
+--
+-- Name: email_code_purposes(text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.email_code_purposes(p_type text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 e97508f168630210 $$;
+
+--
+-- Name: FUNCTION email_code_purposes(p_type text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.email_code_purposes(p_type text) IS 'GuestPass internal: the code purposes a /verify type accepts, as GoTrue: signup and invite the sign-up code; magiclink and recovery either; email all three; email_change the two change codes; null for another type.';
+
+--
+-- Name: email_limit_client(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.email_limit_client(p_kind text, p_burst integer, p_per_second double precision) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 f1c7daea395cf100 $$;
+
+--
+-- Name: FUNCTION email_limit_client(p_kind text, p_burst integer, p_per_second double precision); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.email_limit_client(p_kind text, p_burst integer, p_per_second double precision) IS 'GuestPass internal: takes a token from the client address''s bucket p_kind (email_send, email_verify, password) of p_burst tokens refilled at p_per_second, or raises PT429 with the seconds to wait (429 over_request_rate_limit).';
+
+--
+-- Name: email_redirect(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.email_redirect(p_app uuid, p_url text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7d967797bef51c10 $$;
+
+--
+-- Name: FUNCTION email_redirect(p_app uuid, p_url text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) IS 'GuestPass internal: p_url when the app allows it as a redirect (its site_url, or an entry of redirect_urls: the same URL, or a prefix ending in *), else the app''s site_url (null when it has none).';
 
 --
 -- Name: enforce_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -444,6 +563,36 @@ CREATE FUNCTION guestpass.iso_utc(p_at timestamp with time zone) RETURNS text
 COMMENT ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) IS 'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the session''s TimeZone). Inlinable: one expression, no SET clause.';
 
 --
+-- Name: lock_email_address(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.lock_email_address(p_app uuid, p_address text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 b546924f24e94344 $$;
+
+--
+-- Name: FUNCTION lock_email_address(p_app uuid, p_address text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.lock_email_address(p_app uuid, p_address text) IS 'GuestPass internal: the transaction lock of one address of one app: concurrent sign-ups, sends and changes to it run one at a time (so the one-mail-per-interval rule and the per-app uniqueness are decided on settled rows).';
+
+--
+-- Name: mail_wait(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.mail_wait(p_app uuid, p_address text) RETURNS double precision
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 28b648d58a980920 $$;
+
+--
+-- Name: FUNCTION mail_wait(p_app uuid, p_address text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.mail_wait(p_app uuid, p_address text) IS 'GuestPass internal: 0 when a mail to p_address may be queued now, else the seconds until it may: the app''s interval since the last mail to that address, and its hourly cap (0 = no mail at all).';
+
+--
 -- Name: mark_account_setup(); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -474,6 +623,21 @@ CREATE FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean
 COMMENT ON FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean) IS 'GuestPass internal: a random share code of p_length characters from 0-9 (p_digits_only) or 23456789ABCDEFGHJKMNPQRSTUVWXYZ (no 0/O, 1/I/L), each character uniform (CSPRNG bytes of gen_random_uuid, rejection-sampled).';
 
 --
+-- Name: open_email_session(uuid, uuid, uuid, uuid, text, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.open_email_session(p_app uuid, p_user uuid, p_device uuid, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 aa899994f82829b9 $$;
+
+--
+-- Name: FUNCTION open_email_session(p_app uuid, p_user uuid, p_device uuid, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.open_email_session(p_app uuid, p_user uuid, p_device uuid, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) IS 'GuestPass internal: opens session p_session_id of p_user with refresh token 0 (hash p_refresh_token_hash), on device p_device when it is still a live device of the user, and stamps the email identity''s last sign-in.';
+
+--
 -- Name: peek_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -502,6 +666,21 @@ CREATE FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run bo
 --
 
 COMMENT ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) IS 'GuestPass internal (guestpass prune): removes at most p_limit rows of one kind and returns how many (with p_dry_run, how many it would, removing nothing), whether to run another batch, and (guests) the id to pass as p_after to the next one, so that guests kept for their rows are examined once. Kinds: guests (anonymous, idle longer than the app''s guest_idle_days by their sessions, devices, updated_at and quota days, with no credits, premium, Apple identity, partner or row in public / p_schemas tables besides their devices; deleted with everything that cascades), sessions (ended over 7 days ago), refresh_tokens (rotated or revoked over 7 days ago), idempotency_records (consumptions over 2 days old), rate_limits (untouched for a day), account_codes (used or expired a day ago). Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the candidates of one batch.';
+
+--
+-- Name: queue_mail(uuid, text, text, text, text, text, text, bytea); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.queue_mail(p_app uuid, p_kind text, p_recipient text, p_email text, p_new_email text, p_verify_type text, p_redirect_to text, p_payload bytea) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 73b103413c1c5dfe $$;
+
+--
+-- Name: FUNCTION queue_mail(p_app uuid, p_kind text, p_recipient text, p_email text, p_new_email text, p_verify_type text, p_redirect_to text, p_payload bytea); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.queue_mail(p_app uuid, p_kind text, p_recipient text, p_email text, p_new_email text, p_verify_type text, p_redirect_to text, p_payload bytea) IS 'GuestPass internal: queues one mail (kind, recipient, the account''s address and the new one, the /verify type and redirect of its link, the sealed code and link token) in the caller''s transaction, taking a token from the app''s hourly bucket (PT429 when empty); notifies guestpass_mail so a sender wakes at once.';
 
 --
 -- Name: quota_day(uuid, text, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -848,6 +1027,21 @@ CREATE FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, 
 COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) IS 'GuestPass internal: a token bucket of capacity p_capacity refilled at p_refill_per_second that many transactions take from at once, spread over K = least(16, p_capacity / 8) shards (at least 1) so that they do not queue on one row lock until commit: shard k is the guestpass.rate_limits row <p_bucket>:<k>, holding p_capacity / K tokens (one more for the first p_capacity % K shards) refilled at p_refill_per_second / K. Tries one shard at random, then the fullest; with p_take takes a token (take_rate_limit), else only looks (peek_rate_limit). Returns 0, or the seconds until a shard holds a whole token again (at most K / p_refill_per_second). p_capacity takes in a row succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
+-- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 709fb9e80c430ea8 $$;
+
+--
+-- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) IS 'GuestPass internal: the live code of p_user for p_purpose, replacing any earlier one (which stops working), expiring after the app''s email_otp_lifetime_seconds; with a PKCE challenge its link answers an authorization code.';
+
+--
 -- Name: take_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -892,12 +1086,27 @@ CREATE FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, 
 COMMENT ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision) IS 'GuestPass internal: takes one token of each sign-up bucket, or raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail and takes none (the caller''s transaction rolls back). The client''s bucket signup:ip:<guestpass.client_address_key(p_client_address)> (capacity p_ip_capacity, refilled at p_ip_refill_per_second) first, by one INSERT … ON CONFLICT DO UPDATE; then one shard of the app''s sharded bucket signup:app:<p_app> (guestpass.sharded_rate_limit: p_app_capacity, p_app_refill_per_second), by one UPDATE of a random shard, or the exact way when it is empty or missing (another shard, or the wait). A null capacity turns that limit off; invalid capacities or rates raise 22023 before any token is taken. The order (client, then app) is the same for every caller, so two sign-ups never lock the two rows in opposite orders. Shared by guestpass_server.sign_up_guest and guestpass.take_signup_limits (create_guest_user). Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
+-- Name: user_email_state(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.user_email_state(p_user uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 5b9e3ee27a8f3969 $$;
+
+--
+-- Name: FUNCTION user_email_state(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps (absent when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
+
+--
 -- Name: user_identities(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
 CREATE FUNCTION guestpass.user_identities(p_user uuid) RETURNS jsonb
     LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 36b6c675e697d641 $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 b630b0c715ad1375 $$;
 
 --
 -- Name: FUNCTION user_identities(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
@@ -918,6 +1127,20 @@ CREATE FUNCTION guestpass.user_references(p_schemas text[]) RETURNS TABLE(schema
 --
 
 COMMENT ON FUNCTION guestpass.user_references(p_schemas text[]) IS 'GuestPass internal: every column of public and the schemas p_schemas (never guestpass, guestpass_server or auth) whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion removes.';
+
+--
+-- Name: with_provider(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 d2372e69ffa21524 $$;
+
+--
+-- Name: FUNCTION with_provider(p_app_metadata jsonb, p_provider text); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) IS 'GuestPass internal: app_metadata with p_provider added as GoTrue shows providers: provider (the first one) and providers (every one, sorted, once each).';
 
 --
 -- Name: app_apple_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -948,6 +1171,21 @@ CREATE FUNCTION guestpass_server.app_devicecheck_settings() RETURNS TABLE(team_i
 --
 
 COMMENT ON FUNCTION guestpass_server.app_devicecheck_settings() IS 'GuestPass server: the DeviceCheck settings of the caller''s app (claim app_id): team id, key id, .p8 key path, environment, base URL override and the welcome grant in credits; no row without a known app. Columns are null when not configured.';
+
+--
+-- Name: app_email_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.app_email_settings() RETURNS TABLE(enabled boolean, autoconfirm boolean, otp_length integer, password_min_length integer, password_required_characters text[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 5fb27e0b5b710240 $$;
+
+--
+-- Name: FUNCTION app_email_settings(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.app_email_settings() IS 'GuestPass server: the email settings of the caller''s app the server needs before its call (whether email is offered, autoconfirm, digits per code, password rules); no row without a known app.';
 
 --
 -- Name: create_account_code(text, text, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1038,6 +1276,216 @@ CREATE FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_s
 --
 
 COMMENT ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision) IS 'GuestPass server: takes the caller''s app''s DeviceCheck lease for pending claim p_claim_id of the caller for p_ttl_seconds (0 < ttl <= 300, else 22023) and returns true, or returns false while another claim holds an unexpired lease (the server waits and retries, up to a bound). Taking it records lease_taken_at (first time only) and refreshes the claim''s updated_at. Raises 42501 for a claim that is not a pending claim of the caller.';
+
+--
+-- Name: email_change_request(text, text, text, text, bytea, text, text, bytea, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7611b6b844a9c7a2 $$;
+
+--
+-- Name: FUNCTION email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: the caller (a live session) asks to change its address to p_email: status pending (a code to the new address, and with the app''s secure change also to a confirmed current one), confirmed (a guest with autoconfirm: done at once, no mail), unchanged (its own address), email_exists (another user of the app holds it: nothing changes), over_email_send_rate_limit, session_not_found or email_provider_disabled. A guest may set a password with it (p_password_hash). The codes remember the caller''s device for the session they open.';
+
+--
+-- Name: email_password_lookup(text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(user_id uuid, password_hash text, confirmed boolean, enabled boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 a9f796a5c20b1321 $$;
+
+--
+-- Name: FUNCTION email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: for a password sign-in in the caller''s app: the user holding p_email, its password hash and whether the address is confirmed (nulls when there is none; the server then hashes a dummy, so both take the same time), and whether the app offers email. Takes the client''s password token (PT429).';
+
+--
+-- Name: email_password_sign_in(uuid, text, text, uuid, text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 09336e0584c50265 $$;
+
+--
+-- Name: FUNCTION email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) IS 'GuestPass server: opens session p_session_id for p_user after the server checked its password against p_checked_hash, provided that is still the user''s hash and its address is confirmed (else invalid_credentials); p_rehash replaces a hash made with older parameters or imported from bcrypt. Status signed_in, amr password.';
+
+--
+-- Name: email_password_state(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_password_state() RETURNS TABLE(session_active boolean, has_address boolean, is_anonymous boolean, password_hash text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 6836227f18145082 $$;
+
+--
+-- Name: FUNCTION email_password_state(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_password_state() IS 'GuestPass server: what a password change of the caller depends on: a live session, an address, a guest or not, and the current hash (for same_password).';
+
+--
+-- Name: email_reauthenticate(text, text, bytea, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 cc18f3f31a5888d8 $$;
+
+--
+-- Name: FUNCTION email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: mails the caller a reauthentication code (the nonce of a password change) to its confirmed address: status sent, no_address, email_not_confirmed, session_not_found or over_email_send_rate_limit.';
+
+--
+-- Name: email_send_code(text, text, boolean, jsonb, text, text, bytea, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 aba00186e9e0da7a $$;
+
+--
+-- Name: FUNCTION email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: mails a code for p_request: otp (a confirmed address gets a magic link, a new or unconfirmed one the sign-up confirmation; a new address makes an unconfirmed user unless p_create_user is false: otp_disabled), recover (a recovery code; unknown or throttled: silent, as a sent one), resend_signup (the confirmation again for an unconfirmed address, else silent), resend_email_change (the change code again to the address a user is changing to, a guest''s included, else silent). Status sent, silent, otp_disabled, email_provider_disabled or over_email_send_rate_limit (wait_seconds). Nothing tells the caller whether an address has an account beyond what GoTrue tells.';
+
+--
+-- Name: email_set_password(text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 c7cbc0496d3909f9 $$;
+
+--
+-- Name: FUNCTION email_set_password(p_password_hash text, p_nonce_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) IS 'GuestPass server: sets the caller''s password (its scrypt string): status updated (every pending code dropped, every other session of the user ended), no_address (a guest without an address: 422), session_not_found, reauthentication_needed (the app asks for a nonce and the session is over 24 hours old) or reauthentication_not_valid (a nonce was given that is not the live reauthentication code).';
+
+--
+-- Name: email_sign_up(text, text, jsonb, text, text, bytea, text, text, text, uuid, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 3ed19025aeac5b36 $$;
+
+--
+-- Name: FUNCTION email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: sign-up with an address and a password (its scrypt string) in the caller''s app. New address: with autoconfirm a confirmed user and session p_session_id (status signed_in), else an unconfirmed user, its sign-up code and a confirmation mail (pending; over_email_send_rate_limit with wait_seconds when mail to the address is throttled). An unconfirmed address: the confirmation again, its password unchanged (pending). A confirmed one: exists (the server answers a made-up user, as GoTrue), or user_already_exists with autoconfirm. email_provider_disabled when the app offers no email. Takes the client''s email_send token (PT429).';
+
+--
+-- Name: email_verify(text, text, text, text, boolean, text, uuid, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 0ac9b48b31925392 $$;
+
+--
+-- Name: FUNCTION email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) IS 'GuestPass server: verifies a code (p_email and the HMAC of the code) or a link token (its SHA-256, p_link for the GET link form) of a /verify type. Success uses the code, drops the user''s other codes, confirms the address (an email change sets it, a guest''s included: same user, no longer anonymous) and opens session p_session_id (status verified, amr otp, or the link''s kind), or under PKCE records authorization code p_auth_code_hash (status pkce). A secure change with the other address still to confirm answers partial. Wrong, used, expired or dead (5 wrong tries) codes answer otp_expired, and a wrong code counts as a try against each live code of the address; email_exists when the new address was taken meanwhile. redirect_to: where a link leads (allowed by the app, else its site_url). Takes the client''s email_verify token (PT429).';
+
+--
+-- Name: exchange_auth_code(text, text, text, uuid, text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 10b51b82825de4a1 $$;
+
+--
+-- Name: FUNCTION exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) IS 'GuestPass server: trades a PKCE authorization code (its SHA-256) and the verifier (as sent, and its base64url SHA-256) for session p_session_id: status signed_in, flow_state_not_found (unknown, used or over five minutes old) or bad_code_verifier (the code is spent either way: one try).';
+
+--
+-- Name: mail_claim(integer, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.mail_claim(p_limit integer, p_lease_seconds integer) RETURNS TABLE(id bigint, app_id uuid, kind text, recipient text, email text, new_email text, verify_type text, redirect_to text, payload bytea, attempts integer, smtp_host text, smtp_port integer, smtp_user text, smtp_password bytea, smtp_security text, smtp_sender text, smtp_sender_name text, smtp_ca_file text, template jsonb, site_url text, otp_length integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/15_mail_outbox.sql, sha256 6c2f3047f609dabd $$;
+
+--
+-- Name: FUNCTION mail_claim(p_limit integer, p_lease_seconds integer); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.mail_claim(p_limit integer, p_lease_seconds integer) IS 'GuestPass server (the mail sender): leases up to p_limit due mails for p_lease_seconds (FOR UPDATE SKIP LOCKED: concurrent senders take disjoint rows; attempts + 1) and returns them with their app''s SMTP settings (the password sealed), template of the mail''s kind (null = built in), site URL and code length.';
+
+--
+-- Name: mail_failed(bigint, text, boolean, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/15_mail_outbox.sql, sha256 6566602070095744 $$;
+
+--
+-- Name: FUNCTION mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer) IS 'GuestPass server (the mail sender): sending mail p_id failed with p_error (never a secret): a transient failure is due again after 5 s · 2^(attempts - 1) (at most an hour); a permanent one, or attempt p_max_attempts, gives up (failed_at, payload erased).';
+
+--
+-- Name: mail_queue_state(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.mail_queue_state() RETURNS TABLE(queued bigint, oldest_age_seconds double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/15_mail_outbox.sql, sha256 28f46ab0e34c53c1 $$;
+
+--
+-- Name: FUNCTION mail_queue_state(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.mail_queue_state() IS 'GuestPass server (metrics): how many mails wait to be sent, and the age in seconds of the oldest (0 for none).';
+
+--
+-- Name: mail_sent(bigint); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.mail_sent(p_id bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/15_mail_outbox.sql, sha256 4f80b9d435a78adf $$;
+
+--
+-- Name: FUNCTION mail_sent(p_id bigint); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.mail_sent(p_id bigint) IS 'GuestPass server (the mail sender): mail p_id was accepted by the relay: sent_at, and its payload (the code) erased.';
 
 --
 -- Name: merge_guest(uuid, text, text[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1286,7 +1734,7 @@ COMMENT ON FUNCTION guestpass_server.resolve_api_key(p_key_hash text) IS 'GuestP
 CREATE FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) RETURNS TABLE(status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 8d059ffb1d71dcda $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 1ece3a9d70e1e43d $$;
 
 --
 -- Name: FUNCTION sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1353,6 +1801,21 @@ CREATE FUNCTION guestpass_server.update_user(p_data jsonb) RETURNS TABLE(user_id
 --
 
 COMMENT ON FUNCTION guestpass_server.update_user(p_data jsonb) IS 'GuestPass server: PUT /auth/v1/user''s data for the caller (claims sub and app_id). The name: full_name, else given_name + family_name, trimmed (guestpass.account_name); empty, whitespace-only or User never replaces a stored name; at most 200 characters, no control characters. timezone (IANA, checked by the users trigger), language (a language tag), onboarding_completed and notification_enabled (booleans) set their columns and are echoed in user_metadata; avatar_url (https) and every other key are merged into user_metadata (at most 16 KiB). Returns guestpass_server.current_user_profile(), or no row (and no change) when the claims'' session is not live. Raises 22023 on invalid values, 42501 without a user.';
+
+--
+-- Name: user_email_state(); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.user_email_state() RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 3e1dcd3467a31cb8 $$;
+
+--
+-- Name: FUNCTION user_email_state(); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.user_email_state() IS 'GuestPass server: guestpass.user_email_state of the caller (claims sub and app_id), pipelined beside current_user_profile and update_user.';
 
 --
 -- Name: complete_account_setup(text); Type: FUNCTION; Schema: public; Owner: -
@@ -1643,6 +2106,28 @@ CREATE TABLE guestpass.apps (
     share_code_digits_only boolean DEFAULT false NOT NULL,
     partner_limit integer DEFAULT 1 NOT NULL,
     guest_idle_days integer DEFAULT 90 NOT NULL,
+    email_enabled boolean DEFAULT true NOT NULL,
+    email_autoconfirm boolean DEFAULT false NOT NULL,
+    email_otp_length integer DEFAULT 6 NOT NULL,
+    email_otp_lifetime_seconds integer DEFAULT 3600 NOT NULL,
+    email_send_interval_seconds integer DEFAULT 60 NOT NULL,
+    email_hourly_limit integer DEFAULT 100 NOT NULL,
+    email_secure_change boolean DEFAULT false NOT NULL,
+    email_reauthenticate_password boolean DEFAULT false NOT NULL,
+    email_link_apple boolean DEFAULT false NOT NULL,
+    password_min_length integer DEFAULT 8 NOT NULL,
+    password_required_characters text[] DEFAULT '{}'::text[] NOT NULL,
+    site_url text,
+    redirect_urls text[] DEFAULT '{}'::text[] NOT NULL,
+    smtp_host text,
+    smtp_port integer,
+    smtp_user text,
+    smtp_password bytea,
+    smtp_security text DEFAULT 'starttls'::text NOT NULL,
+    smtp_sender text,
+    smtp_sender_name text,
+    smtp_ca_file text,
+    email_templates jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
     CONSTRAINT apps_apple_key_id_check CHECK ((apple_key_id ~ '^[A-Z0-9]{10}$'::text)),
@@ -1654,11 +2139,28 @@ CREATE TABLE guestpass.apps (
     CONSTRAINT apps_devicecheck_key_id_check CHECK ((devicecheck_key_id <> ''::text)),
     CONSTRAINT apps_devicecheck_key_path_check CHECK ((devicecheck_key_path <> ''::text)),
     CONSTRAINT apps_devicecheck_team_id_check CHECK ((devicecheck_team_id <> ''::text)),
+    CONSTRAINT apps_email_hourly_limit_check CHECK (((email_hourly_limit >= 0) AND (email_hourly_limit <= 1000000))),
+    CONSTRAINT apps_email_otp_length_check CHECK (((email_otp_length >= 6) AND (email_otp_length <= 10))),
+    CONSTRAINT apps_email_otp_lifetime_seconds_check CHECK (((email_otp_lifetime_seconds >= 60) AND (email_otp_lifetime_seconds <= 86400))),
+    CONSTRAINT apps_email_send_interval_seconds_check CHECK (((email_send_interval_seconds >= 0) AND (email_send_interval_seconds <= 3600))),
+    CONSTRAINT apps_email_templates_check CHECK ((jsonb_typeof(email_templates) = 'object'::text)),
     CONSTRAINT apps_guest_idle_days_check CHECK (((guest_idle_days >= 1) AND (guest_idle_days <= 3650))),
     CONSTRAINT apps_name_check CHECK ((name <> ''::text)),
     CONSTRAINT apps_partner_limit_check CHECK (((partner_limit >= 1) AND (partner_limit <= 100))),
+    CONSTRAINT apps_password_min_length_check CHECK (((password_min_length >= 6) AND (password_min_length <= 72))),
+    CONSTRAINT apps_password_required_characters_check CHECK (((cardinality(password_required_characters) <= 8) AND (array_position(password_required_characters, NULL::text) IS NULL))),
+    CONSTRAINT apps_redirect_urls_check CHECK (((cardinality(redirect_urls) <= 50) AND (array_position(redirect_urls, NULL::text) IS NULL) AND (array_to_string(redirect_urls, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text)),
     CONSTRAINT apps_share_code_length_check CHECK (((share_code_length >= 4) AND (share_code_length <= 12))),
+    CONSTRAINT apps_site_url_check CHECK (((site_url ~ '^https?://[^\s]+$'::text) AND (char_length(site_url) <= 2048))),
+    CONSTRAINT apps_smtp_ca_file_check CHECK ((smtp_ca_file <> ''::text)),
+    CONSTRAINT apps_smtp_host_check CHECK ((smtp_host ~ '^[A-Za-z0-9.:\[\]-]{1,253}$'::text)),
+    CONSTRAINT apps_smtp_password_check CHECK ((octet_length(smtp_password) <= 1024)),
+    CONSTRAINT apps_smtp_port_check CHECK (((smtp_port >= 1) AND (smtp_port <= 65535))),
+    CONSTRAINT apps_smtp_security_check CHECK ((smtp_security = ANY (ARRAY['starttls'::text, 'tls'::text, 'plain'::text]))),
+    CONSTRAINT apps_smtp_sender_check CHECK (((smtp_sender ~ '^[^\s<>@]+@[^\s<>@]+$'::text) AND (char_length(smtp_sender) <= 254))),
+    CONSTRAINT apps_smtp_sender_name_check CHECK (((char_length(smtp_sender_name) <= 200) AND (smtp_sender_name !~ '[[:cntrl:]]'::text))),
+    CONSTRAINT apps_smtp_user_check CHECK (((char_length(smtp_user) >= 1) AND (char_length(smtp_user) <= 512))),
     CONSTRAINT apps_welcome_grant_credits_check CHECK ((welcome_grant_credits >= 0))
 );
 
@@ -1771,6 +2273,141 @@ COMMENT ON COLUMN guestpass.apps.partner_limit IS 'Partners a user may have at o
 --
 
 COMMENT ON COLUMN guestpass.apps.guest_idle_days IS 'Days without a sign-in, refresh or request after which a guest that holds nothing is pruned (default 90).';
+
+--
+-- Name: COLUMN apps.email_enabled; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_enabled IS 'Email: email sign-up, sign-in and upgrade offered (default on).';
+
+--
+-- Name: COLUMN apps.email_autoconfirm; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_autoconfirm IS 'Email: addresses are taken as confirmed without a mail (GoTrue''s MAILER_AUTOCONFIRM); default off.';
+
+--
+-- Name: COLUMN apps.email_otp_length; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_otp_length IS 'Email: digits per one-time code (6 to 10, default 6).';
+
+--
+-- Name: COLUMN apps.email_otp_lifetime_seconds; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_otp_lifetime_seconds IS 'Email: how long a one-time code or link works (60 to 86400 seconds, default 3600).';
+
+--
+-- Name: COLUMN apps.email_send_interval_seconds; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_send_interval_seconds IS 'Email: the shortest time between two mails to one address (default 60 s; 429 over_email_send_rate_limit).';
+
+--
+-- Name: COLUMN apps.email_hourly_limit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_hourly_limit IS 'Email: mails the app may queue per hour (default 100; 0 = none).';
+
+--
+-- Name: COLUMN apps.email_secure_change; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_secure_change IS 'Email: an email change of a user with a confirmed address is confirmed by both addresses (default off).';
+
+--
+-- Name: COLUMN apps.email_reauthenticate_password; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_reauthenticate_password IS 'Email: a password change from a session older than 24 hours needs a reauthentication nonce (default off).';
+
+--
+-- Name: COLUMN apps.email_link_apple; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_link_apple IS 'Email: a first Sign in with Apple whose verified email is a confirmed address of an account signs in to that account instead of making a new one (default off).';
+
+--
+-- Name: COLUMN apps.password_min_length; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.password_min_length IS 'Passwords: the fewest characters (6 to 72, default 8).';
+
+--
+-- Name: COLUMN apps.password_required_characters; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.password_required_characters IS 'Passwords: character sets of which each password must hold one character (e.g. {abcdefghijklmnopqrstuvwxyz,0123456789}).';
+
+--
+-- Name: COLUMN apps.site_url; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.site_url IS 'Email: where links lead when redirect_to is absent or not allowed.';
+
+--
+-- Name: COLUMN apps.redirect_urls; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.redirect_urls IS 'Email: the redirect_to URLs links may lead to: exact, or a prefix ending in * (https://app.example/*).';
+
+--
+-- Name: COLUMN apps.smtp_host; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.smtp_host IS 'SMTP: the relay''s host; null = no mail leaves (it stays queued).';
+
+--
+-- Name: COLUMN apps.smtp_password; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.smtp_password IS 'SMTP: the relay''s password, sealed by the server (AES-256-GCM, nonce ‖ ciphertext ‖ tag, bound to the app).';
+
+--
+-- Name: COLUMN apps.smtp_security; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.smtp_security IS 'SMTP: starttls (required, the default), tls (implicit, port 465), or plain (refused unless the host is loopback).';
+
+--
+-- Name: COLUMN apps.smtp_ca_file; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.smtp_ca_file IS 'SMTP: a CA file the server trusts for a private relay.';
+
+--
+-- Name: COLUMN apps.email_templates; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.email_templates IS 'Email: templates by kind (confirmation, magic_link, recovery, email_change, reauthentication), each {subject, text, html} in Mustache; a missing kind uses the built-in one.';
+
+--
+-- Name: auth_codes; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.auth_codes (
+    code_hash text NOT NULL,
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    device_id uuid,
+    code_challenge text NOT NULL,
+    code_challenge_method text NOT NULL,
+    authentication_method text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT auth_codes_code_hash_check CHECK (((octet_length(code_hash) = 64) AND (code_hash !~ '[^0-9a-f]'::text))),
+    CONSTRAINT auth_codes_method_check CHECK ((code_challenge_method = ANY (ARRAY['s256'::text, 'plain'::text])))
+);
+
+ALTER TABLE ONLY guestpass.auth_codes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE auth_codes; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.auth_codes IS 'GuestPass: PKCE authorization codes (SHA-256 of the code), five minutes, single use, for the verifier whose challenge they carry.';
 
 --
 -- Name: consumptions; Type: TABLE; Schema: guestpass; Owner: -
@@ -1976,6 +2613,70 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens FORCE ROW LEVEL SECURITY;
 COMMENT ON TABLE guestpass.devicecheck_tokens IS 'GuestPass: every DeviceCheck token sent to Apple (lowercase hex SHA-256; audit and replay refusal), with the user and the claim it served (a started or a repaired claim). Rows outlive their claim and user.';
 
 --
+-- Name: email_codes; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.email_codes (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    purpose text NOT NULL,
+    address text NOT NULL,
+    code_hash text NOT NULL,
+    link_hash text NOT NULL,
+    code_challenge text,
+    code_challenge_method text,
+    redirect_to text,
+    device_id uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    failed_attempts integer DEFAULT 0 NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT email_codes_address_check CHECK (((address = lower(address)) AND ((char_length(address) >= 3) AND (char_length(address) <= 255)))),
+    CONSTRAINT email_codes_challenge_check CHECK ((((code_challenge IS NULL) AND (code_challenge_method IS NULL)) OR ((code_challenge ~ '^[A-Za-z0-9._~-]{43,128}$'::text) AND (code_challenge_method = ANY (ARRAY['s256'::text, 'plain'::text]))))),
+    CONSTRAINT email_codes_code_hash_check CHECK (((octet_length(code_hash) = 64) AND (code_hash !~ '[^0-9a-f]'::text))),
+    CONSTRAINT email_codes_failed_attempts_check CHECK ((failed_attempts >= 0)),
+    CONSTRAINT email_codes_link_hash_check CHECK (((octet_length(link_hash) = 64) AND (link_hash !~ '[^0-9a-f]'::text))),
+    CONSTRAINT email_codes_purpose_check CHECK ((purpose = ANY (ARRAY['signup'::text, 'magiclink'::text, 'recovery'::text, 'email_change_new'::text, 'email_change_current'::text, 'reauthentication'::text]))),
+    CONSTRAINT email_codes_redirect_to_check CHECK ((char_length(redirect_to) <= 2048))
+);
+
+ALTER TABLE ONLY guestpass.email_codes FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE email_codes; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.email_codes IS 'GuestPass: the live one-time code of each user and purpose: code_hash = HMAC-SHA256 (server key) of app, address and code; link_hash = SHA-256 of the link token mailed with it. Single use (used_at), expires, and dead after 5 wrong tries (failed_attempts). A PKCE challenge turns its link into an authorization code.';
+
+--
+-- Name: email_credentials; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.email_credentials (
+    user_id uuid NOT NULL,
+    app_id uuid NOT NULL,
+    password_hash text,
+    password_changed_at timestamp with time zone,
+    email_confirmed_at timestamp with time zone,
+    new_email text,
+    confirmation_sent_at timestamp with time zone,
+    recovery_sent_at timestamp with time zone,
+    email_change_sent_at timestamp with time zone,
+    reauthentication_sent_at timestamp with time zone,
+    CONSTRAINT email_credentials_new_email_check CHECK ((char_length(new_email) <= 255)),
+    CONSTRAINT email_credentials_password_hash_check CHECK (((password_hash ~ '^\$(scrypt\$|2[aby]\$)'::text) AND (octet_length(password_hash) <= 512)))
+);
+
+ALTER TABLE ONLY guestpass.email_credentials FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE email_credentials; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.email_credentials IS 'GuestPass: a user''s password (a self-describing scrypt string, or an imported bcrypt one), whether and when its address (public.users.email) was confirmed, the address it is changing to, and when each kind of mail last left.';
+
+--
 -- Name: identities; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -1995,7 +2696,7 @@ CREATE TABLE guestpass.identities (
     CONSTRAINT identities_apple_client_id_check CHECK (((char_length(apple_client_id) >= 1) AND (char_length(apple_client_id) <= 255))),
     CONSTRAINT identities_apple_refresh_token_check CHECK ((octet_length(apple_refresh_token) <= 4096)),
     CONSTRAINT identities_email_check CHECK ((char_length(email) <= 320)),
-    CONSTRAINT identities_provider_check CHECK ((provider = 'apple'::text)),
+    CONSTRAINT identities_provider_check CHECK ((provider = ANY (ARRAY['apple'::text, 'email'::text]))),
     CONSTRAINT identities_subject_check CHECK (((char_length(subject) >= 1) AND (char_length(subject) <= 255)))
 );
 
@@ -2018,6 +2719,54 @@ COMMENT ON COLUMN guestpass.identities.apple_client_id IS 'The audience of the i
 --
 
 COMMENT ON COLUMN guestpass.identities.apple_refresh_token IS 'Apple''s refresh token from the authorization-code exchange, sealed by the server (AES-256-GCM, nonce ‖ ciphertext ‖ tag, associated data <app id>:<subject>), kept to revoke it when the account is deleted.';
+
+--
+-- Name: mail_outbox; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.mail_outbox (
+    id bigint NOT NULL,
+    app_id uuid NOT NULL,
+    kind text NOT NULL,
+    recipient text NOT NULL,
+    email text,
+    new_email text,
+    verify_type text,
+    redirect_to text,
+    payload bytea,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    claimed_until timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    sent_at timestamp with time zone,
+    failed_at timestamp with time zone,
+    last_error text,
+    CONSTRAINT mail_outbox_kind_check CHECK ((kind = ANY (ARRAY['confirmation'::text, 'magic_link'::text, 'recovery'::text, 'email_change'::text, 'reauthentication'::text]))),
+    CONSTRAINT mail_outbox_last_error_check CHECK ((char_length(last_error) <= 1000)),
+    CONSTRAINT mail_outbox_payload_check CHECK ((octet_length(payload) <= 4096)),
+    CONSTRAINT mail_outbox_recipient_check CHECK (((recipient = lower(recipient)) AND ((char_length(recipient) >= 3) AND (char_length(recipient) <= 255))))
+);
+
+ALTER TABLE ONLY guestpass.mail_outbox FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE mail_outbox; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.mail_outbox IS 'GuestPass: mail to send. payload is the sealed code and link token (AES-256-GCM, the server''s key), erased once sent or failed for good. A sender claims due rows (claimed_until, FOR UPDATE SKIP LOCKED), sends, and marks them sent_at, or failed_at after its last try; next_attempt_at backs off between tries.';
+
+--
+-- Name: mail_outbox_id_seq; Type: SEQUENCE; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.mail_outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME guestpass.mail_outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: rate_limits; Type: TABLE; Schema: guestpass; Owner: -
@@ -2392,6 +3141,13 @@ ALTER TABLE ONLY guestpass.apps
     ADD CONSTRAINT apps_pkey PRIMARY KEY (id);
 
 --
+-- Name: auth_codes auth_codes_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.auth_codes
+    ADD CONSTRAINT auth_codes_pkey PRIMARY KEY (code_hash);
+
+--
 -- Name: consumptions consumptions_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2462,6 +3218,34 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens
     ADD CONSTRAINT devicecheck_tokens_pkey PRIMARY KEY (token_hash);
 
 --
+-- Name: email_codes email_codes_link_hash_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_codes
+    ADD CONSTRAINT email_codes_link_hash_key UNIQUE (link_hash);
+
+--
+-- Name: email_codes email_codes_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_codes
+    ADD CONSTRAINT email_codes_pkey PRIMARY KEY (id);
+
+--
+-- Name: email_codes email_codes_user_purpose_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_codes
+    ADD CONSTRAINT email_codes_user_purpose_key UNIQUE (user_id, purpose);
+
+--
+-- Name: email_credentials email_credentials_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_credentials
+    ADD CONSTRAINT email_credentials_pkey PRIMARY KEY (user_id);
+
+--
 -- Name: identities identities_app_provider_subject_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2474,6 +3258,13 @@ ALTER TABLE ONLY guestpass.identities
 
 ALTER TABLE ONLY guestpass.identities
     ADD CONSTRAINT identities_pkey PRIMARY KEY (id);
+
+--
+-- Name: mail_outbox mail_outbox_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.mail_outbox
+    ADD CONSTRAINT mail_outbox_pkey PRIMARY KEY (id);
 
 --
 -- Name: rate_limits rate_limits_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
@@ -2600,6 +3391,12 @@ CREATE INDEX account_codes_user_id_idx ON guestpass.account_codes USING btree (u
 CREATE INDEX api_keys_app_id_idx ON guestpass.api_keys USING btree (app_id);
 
 --
+-- Name: auth_codes_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX auth_codes_user_id_idx ON guestpass.auth_codes USING btree (user_id);
+
+--
 -- Name: credit_ledger_user_id_id_idx; Type: INDEX; Schema: guestpass; Owner: -
 --
 
@@ -2636,10 +3433,28 @@ CREATE INDEX devicecheck_tokens_claim_id_idx ON guestpass.devicecheck_tokens USI
 CREATE INDEX devicecheck_tokens_user_id_idx ON guestpass.devicecheck_tokens USING btree (user_id);
 
 --
+-- Name: email_codes_app_address_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX email_codes_app_address_idx ON guestpass.email_codes USING btree (app_id, address);
+
+--
 -- Name: identities_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
 --
 
 CREATE INDEX identities_user_id_idx ON guestpass.identities USING btree (user_id);
+
+--
+-- Name: mail_outbox_due_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX mail_outbox_due_idx ON guestpass.mail_outbox USING btree (next_attempt_at) WHERE ((sent_at IS NULL) AND (failed_at IS NULL));
+
+--
+-- Name: mail_outbox_recipient_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX mail_outbox_recipient_idx ON guestpass.mail_outbox USING btree (app_id, recipient, created_at);
 
 --
 -- Name: realtime_changes_xid_idx; Type: INDEX; Schema: guestpass; Owner: -
@@ -2770,6 +3585,13 @@ ALTER TABLE ONLY guestpass.api_keys
     ADD CONSTRAINT api_keys_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
 
 --
+-- Name: auth_codes auth_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.auth_codes
+    ADD CONSTRAINT auth_codes_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: consumptions consumptions_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -2833,11 +3655,32 @@ ALTER TABLE ONLY guestpass.devicecheck_tokens
     ADD CONSTRAINT devicecheck_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE SET NULL;
 
 --
+-- Name: email_codes email_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_codes
+    ADD CONSTRAINT email_codes_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
+-- Name: email_credentials email_credentials_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.email_credentials
+    ADD CONSTRAINT email_credentials_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: identities identities_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
 ALTER TABLE ONLY guestpass.identities
     ADD CONSTRAINT identities_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
+-- Name: mail_outbox mail_outbox_app_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.mail_outbox
+    ADD CONSTRAINT mail_outbox_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
 
 --
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
@@ -2921,6 +3764,12 @@ ALTER TABLE guestpass.api_keys ENABLE ROW LEVEL SECURITY;
 ALTER TABLE guestpass.apps ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: auth_codes; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.auth_codes ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: consumptions; Type: ROW SECURITY; Schema: guestpass; Owner: -
 --
 
@@ -2963,10 +3812,28 @@ ALTER TABLE guestpass.devicecheck_leases ENABLE ROW LEVEL SECURITY;
 ALTER TABLE guestpass.devicecheck_tokens ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: email_codes; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.email_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: email_credentials; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.email_credentials ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: identities; Type: ROW SECURITY; Schema: guestpass; Owner: -
 --
 
 ALTER TABLE guestpass.identities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mail_outbox; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.mail_outbox ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_limits; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -3203,6 +4070,12 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 REVOKE ALL ON FUNCTION guestpass.account_name(p_name text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION add_email_identity(p_app uuid, p_user uuid, p_address text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.add_email_identity(p_app uuid, p_user uuid, p_address text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION apply_credit_change(p_user uuid, p_change integer, p_reason text, p_idempotency_key text); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -3269,10 +4142,52 @@ REVOKE ALL ON FUNCTION guestpass.client_address_key_parsed(p_address text) FROM 
 REVOKE ALL ON FUNCTION guestpass.clock() FROM PUBLIC;
 
 --
+-- Name: FUNCTION confirm_email(p_app uuid, p_user uuid, p_address text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
 REVOKE ALL ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION digests_equal(p_a text, p_b text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.digests_equal(p_a text, p_b text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION email_address(p_email text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.email_address(p_email text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION email_answer(p_status text, p_user uuid, p_device uuid, p_wait double precision, p_amr text, p_last_sign_in timestamp with time zone, p_redirect_to text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.email_answer(p_status text, p_user uuid, p_device uuid, p_wait double precision, p_amr text, p_last_sign_in timestamp with time zone, p_redirect_to text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION email_code_purposes(p_type text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.email_code_purposes(p_type text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION email_limit_client(p_kind text, p_burst integer, p_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.email_limit_client(p_kind text, p_burst integer, p_per_second double precision) FROM PUBLIC;
+
+--
+-- Name: FUNCTION email_redirect(p_app uuid, p_url text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION enforce_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
@@ -3299,6 +4214,18 @@ REVOKE ALL ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integ
 REVOKE ALL ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) FROM PUBLIC;
 
 --
+-- Name: FUNCTION lock_email_address(p_app uuid, p_address text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.lock_email_address(p_app uuid, p_address text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION mail_wait(p_app uuid, p_address text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.mail_wait(p_app uuid, p_address text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION mark_account_setup(); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -3311,6 +4238,12 @@ REVOKE ALL ON FUNCTION guestpass.mark_account_setup() FROM PUBLIC;
 REVOKE ALL ON FUNCTION guestpass.new_share_code(p_length integer, p_digits_only boolean) FROM PUBLIC;
 
 --
+-- Name: FUNCTION open_email_session(p_app uuid, p_user uuid, p_device uuid, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.open_email_session(p_app uuid, p_user uuid, p_device uuid, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION peek_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -3321,6 +4254,12 @@ REVOKE ALL ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION queue_mail(p_app uuid, p_kind text, p_recipient text, p_email text, p_new_email text, p_verify_type text, p_redirect_to text, p_payload bytea); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.queue_mail(p_app uuid, p_kind text, p_recipient text, p_email text, p_new_email text, p_verify_type text, p_redirect_to text, p_payload bytea) FROM PUBLIC;
 
 --
 -- Name: FUNCTION quota_day(p_user uuid, p_timezone text, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
@@ -3467,6 +4406,12 @@ REVOKE ALL ON FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity inte
 REVOKE ALL ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) FROM PUBLIC;
 
 --
+-- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -3485,6 +4430,12 @@ REVOKE ALL ON FUNCTION guestpass.take_signup_limits(p_app uuid, p_client_address
 REVOKE ALL ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision) FROM PUBLIC;
 
 --
+-- Name: FUNCTION user_email_state(p_user uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.user_email_state(p_user uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION user_identities(p_user uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -3495,6 +4446,12 @@ REVOKE ALL ON FUNCTION guestpass.user_identities(p_user uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.user_references(p_schemas text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION with_provider(p_app_metadata jsonb, p_provider text); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION app_apple_settings(); Type: ACL; Schema: guestpass_server; Owner: -
@@ -3509,6 +4466,13 @@ GRANT ALL ON FUNCTION guestpass_server.app_apple_settings() TO anon;
 
 REVOKE ALL ON FUNCTION guestpass_server.app_devicecheck_settings() FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.app_devicecheck_settings() TO authenticated;
+
+--
+-- Name: FUNCTION app_email_settings(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.app_email_settings() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.app_email_settings() TO anon;
 
 --
 -- Name: FUNCTION create_account_code(p_kind text, p_code_hash text, p_ttl_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
@@ -3551,6 +4515,104 @@ GRANT ALL ON FUNCTION guestpass_server.devicecheck_finish(p_claim_id uuid, p_out
 
 REVOKE ALL ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_ttl_seconds double precision) TO authenticated;
+
+--
+-- Name: FUNCTION email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) TO authenticated;
+
+--
+-- Name: FUNCTION email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) TO anon;
+
+--
+-- Name: FUNCTION email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) TO anon;
+
+--
+-- Name: FUNCTION email_password_state(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_password_state() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_password_state() TO authenticated;
+
+--
+-- Name: FUNCTION email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) TO authenticated;
+
+--
+-- Name: FUNCTION email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) TO anon;
+
+--
+-- Name: FUNCTION email_set_password(p_password_hash text, p_nonce_hash text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) TO authenticated;
+
+--
+-- Name: FUNCTION email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) TO anon;
+
+--
+-- Name: FUNCTION email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) TO anon;
+
+--
+-- Name: FUNCTION exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) TO anon;
+
+--
+-- Name: FUNCTION mail_claim(p_limit integer, p_lease_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.mail_claim(p_limit integer, p_lease_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.mail_claim(p_limit integer, p_lease_seconds integer) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.mail_failed(p_id bigint, p_error text, p_permanent boolean, p_max_attempts integer) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION mail_queue_state(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.mail_queue_state() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.mail_queue_state() TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION mail_sent(p_id bigint); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.mail_sent(p_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.mail_sent(p_id bigint) TO guestpass_authenticator;
 
 --
 -- Name: FUNCTION merge_guest(p_session_id uuid, p_token_hash text, p_schemas text[]); Type: ACL; Schema: guestpass_server; Owner: -
@@ -3704,6 +4766,13 @@ GRANT ALL ON FUNCTION guestpass_server.store_apple_refresh_token(p_subject text,
 
 REVOKE ALL ON FUNCTION guestpass_server.update_user(p_data jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_server.update_user(p_data jsonb) TO authenticated;
+
+--
+-- Name: FUNCTION user_email_state(); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.user_email_state() FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.user_email_state() TO authenticated;
 
 --
 -- Name: FUNCTION complete_account_setup(p_full_name text); Type: ACL; Schema: public; Owner: -

@@ -51,6 +51,12 @@ public struct AppConfiguration: Sendable {
     /// How long readiness answers 503 before the server stops accepting connections (`GUESTPASS_SHUTDOWN_DRAIN_MS`,
     /// default 2000, 0...60000).
     public var shutdownDrain: Duration = .seconds(2)
+    /// Where mailed links point (`GUESTPASS_PUBLIC_URL`, e.g. https://api.example.com): the server as users' browsers
+    /// reach it. Nil: `http://<host>:<port>` of this server.
+    public var publicURL: String?
+    /// Whether this server delivers the mail outbox (`GUESTPASS_MAIL_SENDER`, `on` by default; `off` for a replica
+    /// that should leave it to others).
+    public var mailSender = true
     /// The registry `/metrics` serves; `guestpass serve` bootstraps swift-metrics with it. Nil: no metrics listener.
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
@@ -103,6 +109,16 @@ public struct AppConfiguration: Sendable {
                 else { throw ConfigurationError("GUESTPASS_METRICS_ADDRESS must be host:port or off, got \(address)") }
                 self.metricsAddress = (String(address[..<colon]), port)
             }
+        }
+        if let url = environment["GUESTPASS_PUBLIC_URL"], !url.isEmpty {
+            guard url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url) != nil else {
+                throw ConfigurationError("GUESTPASS_PUBLIC_URL must be an http or https URL, got \(url)")
+            }
+            self.publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+        if let sender = environment["GUESTPASS_MAIL_SENDER"], !sender.isEmpty {
+            guard sender == "on" || sender == "off" else { throw ConfigurationError("GUESTPASS_MAIL_SENDER must be on or off, got \(sender)") }
+            self.mailSender = sender == "on"
         }
         if let level = environment["LOG_LEVEL"] {
             guard let value = Logger.Level(rawValue: level.lowercased()) else {

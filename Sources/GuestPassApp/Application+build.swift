@@ -1,5 +1,6 @@
 import GuestPassPostgres
 public import Hummingbird
+import NIOConcurrencyHelpers
 import HummingbirdWebSocket
 public import Logging
 import ServiceLifecycle
@@ -30,6 +31,15 @@ public func buildApplication(
         pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger),
         RealtimeChangeFeed(services: realtime, logger: logger),
     ]
+    let publicURL = NIOLockedValueBox(configuration.publicURL ?? "http://\(configuration.host):\(configuration.port)")
+    if configuration.mailSender {
+        services.append(
+            MailSender(
+                outbox: MailOutbox(pool: pool), client: MailSender.sharedClient, codes: EmailCodeIssuer(refreshTokenKey: tokens.configuration.refreshTokenKey),
+                passwords: SMTPPasswordSealer(refreshTokenKey: tokens.configuration.refreshTokenKey), publicURL: { publicURL.withLockedValue { $0 } },
+                logger: logger
+            ))
+    }
     var pools = [(name: "primary", pool: pool)]
     if let readPool {
         services.append(readPool)
@@ -51,7 +61,11 @@ public func buildApplication(
             )),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "guestpass"),
         services: services,
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? configuration.port
+            if configuration.publicURL == nil { publicURL.withLockedValue { $0 = "http://\(configuration.host):\(port)" } }
+            await onServerRunning(port)
+        },
         logger: logger
     )
 }
@@ -72,7 +86,9 @@ func buildRouter(
     let functions = ServerFunctions(pool: pool)
     HealthRoutes(functions: functions, readiness: readiness).register(on: router)
     OpenAPIRoutes().register(on: router)
-    AuthRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple).register(on: router)
+    AuthRoutes(
+        functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, email: EmailServices(configuration: tokens.configuration)
+    ).register(on: router)
     let reads = ReadRouting(primary: pool, replica: readPool, onReplicaFallback: { ServiceMetrics.readReplicaFallback() })
     RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)

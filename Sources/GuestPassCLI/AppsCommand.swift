@@ -12,7 +12,7 @@ struct AppsCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Configure.self, RotateKeys.self, RevokeKey.self, GrantCredits.self, SetPremium.self]
     )
 
-    /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code and partner settings of one app.
+    /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code, partner and email settings of one app.
     struct Configure: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change an app's quota, DeviceCheck, Sign in with Apple, share-code and partner settings.")
@@ -38,6 +38,7 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "Sign in with Apple: the path of the .p8 key, readable by the server.") var appleKeyPath: String?
         @Option(help: "guestpass prune: days without a sign-in, refresh or request before a guest that holds nothing goes (1 to 3650, default 90).")
         var guestIdleDays: Int?
+        @OptionGroup var email: EmailOptions
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
@@ -69,6 +70,7 @@ struct AppsCommand: AsyncParsableCommand {
             settings.appleKeyID = self.appleKeyId
             settings.appleKeyPath = self.appleKeyPath
             settings.guestIdleDays = self.guestIdleDays
+            try self.email.apply(to: &settings, app: self.app)
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdministration(self.database) { try await $0.configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

@@ -28,6 +28,14 @@ public struct AuthConfiguration: Sendable {
     public var signupsPerHourPerApp: Double = 10_000
     /// The header holding the client IP when a trusted proxy sets it (e.g. `X-Forwarded-For`); nil = the socket peer.
     public var trustedProxyHeader: String?
+    /// Email: requests that mail a code (sign-up, /otp, /recover, /resend, /reauthenticate, an address change) per client
+    /// address per five minutes (`GUESTPASS_EMAIL_SENDS_PER_IP`, default 30, GoTrue's `RATE_LIMIT_OTP`), also the burst.
+    public var emailSendsPerIP: Int = 30
+    /// Email: code and link verifications per client address per five minutes (`GUESTPASS_EMAIL_VERIFIES_PER_IP`, 30).
+    public var emailVerifiesPerIP: Int = 30
+    /// Password sign-ins per client address per five minutes (`GUESTPASS_PASSWORD_SIGNINS_PER_IP`, 150, GoTrue's token
+    /// limit).
+    public var passwordSignInsPerIP: Int = 150
 
     /// - Throws: when no `refreshTokenKey` is given and none can be derived from the signing key (fail closed).
     public init(signer: JWTSigner, refreshTokenKey: [UInt8]? = nil) throws {
@@ -84,6 +92,9 @@ public struct AuthConfiguration: Sendable {
             try Self.number(environment, "GUESTPASS_APP_SIGNUP_RATE_PER_HOUR", default: 10_000, range: 1...100_000_000))
         self.signupBurstPerApp = try Self.number(environment, "GUESTPASS_APP_SIGNUP_BURST", default: 1000, range: 1...100_000_000)
         if let header = environment["GUESTPASS_TRUSTED_PROXY_HEADER"], !header.isEmpty { self.trustedProxyHeader = header }
+        self.emailSendsPerIP = try Self.number(environment, "GUESTPASS_EMAIL_SENDS_PER_IP", default: 30, range: 1...100_000_000)
+        self.emailVerifiesPerIP = try Self.number(environment, "GUESTPASS_EMAIL_VERIFIES_PER_IP", default: 30, range: 1...100_000_000)
+        self.passwordSignInsPerIP = try Self.number(environment, "GUESTPASS_PASSWORD_SIGNINS_PER_IP", default: 150, range: 1...100_000_000)
     }
 
     private static func read(_ path: String) throws -> String {

@@ -12,6 +12,7 @@ struct AuthRoutes: Sendable {
     let authenticator: Authenticator
     let tokens: TokenService
     let apple: AppleVerifiers
+    let email: EmailServices
     var configuration: AuthConfiguration { self.tokens.configuration }
 
     func register(on router: Router<AppRequestContext>) {
@@ -20,7 +21,16 @@ struct AuthRoutes: Sendable {
         keyed.group(context: CallerContext.self)
             .post("signup") { request, context in try await self.signUp(request, context) }
             .post("token") { request, context in try await self.token(request, context) }
+        // GoTrue's public email endpoints: the API key alone (a stale bearer token is neither used nor refused).
+        auth.group().add(middleware: AuthenticationMiddleware(authenticator: self.authenticator, ignoresBearer: true))
+            .group(context: CallerContext.self)
+            .post("otp") { request, context in try await self.otp(request, context) }
+            .post("recover") { request, context in try await self.recover(request, context) }
+            .post("resend") { request, context in try await self.resend(request, context) }
+            .post("verify") { request, context in try await self.verify(request, context) }
+        auth.get("verify") { request, context in try await self.verifyLink(request, context) }
         keyed.group(context: SignedInContext.self)
+            .get("reauthenticate") { request, context in try await self.reauthenticate(request, context) }
             .get("user") { _, context in try await self.user(context) }
             .put("user") { request, context in try await self.updateUser(request, context) }
             .post("logout") { request, context in try await self.logout(request, context) }
@@ -40,9 +50,10 @@ struct AuthRoutes: Sendable {
         var request = request
         let caller = context.caller
         let body = try await request.jsonObject(limit: BodyLimits.signUp)
-        if body["email"] != nil || body["phone"] != nil {
-            throw APIError(.unprocessableContent, code: GoTrueCode.emailProviderDisabled, message: "Only anonymous sign-up is available")
+        if body["phone"] != nil && body["phone"] != .null {
+            throw APIError(.badRequest, code: GoTrueCode.providerDisabled, message: "Phone signups are disabled")
         }
+        if body["email"] != nil && body["email"] != .null { return try await self.signUpWithEmail(body, request, context) }
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
@@ -118,8 +129,15 @@ struct AuthRoutes: Sendable {
         case "id_token":
             let body = try await request.jsonObject(limit: BodyLimits.token)
             return try await self.signInWithIDToken(body, request, context)
+        case "password":
+            let body = try await request.jsonObject(limit: BodyLimits.token)
+            return try await self.signInWithPassword(body, request, context)
+        case "pkce":
+            let body = try await request.jsonObject(limit: BodyLimits.token)
+            return try await self.exchangeAuthCode(body, request, context)
         default:
-            throw APIError(.badRequest, code: GoTrueCode.unsupportedGrantType, message: "grant_type must be refresh_token or id_token")
+            throw APIError(
+                .badRequest, code: GoTrueCode.unsupportedGrantType, message: "grant_type must be refresh_token, id_token, password or pkce")
         }
     }
 
@@ -169,33 +187,45 @@ struct AuthRoutes: Sendable {
 
     func user(_ context: SignedInContext) async throws -> UserResponse {
         let (caller, token) = (context.caller, context.token)
-        guard let row = try await self.functions.currentUserProfile(as: caller.identity) else {
+        guard let profile = try await self.functions.currentUserProfile(as: caller.identity) else {
             throw APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "Session from session_id claim in JWT does not exist")
         }
-        let user = try SessionUser(
-            row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true
+        var user = try SessionUser(
+            row: profile.row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil,
+            withIdentities: true
         )
+        user.emailState = profile.emailState
         return UserResponse(user, audience: self.configuration.audience)
     }
 
-    // MARK: PUT /auth/v1/user {data}
+    // MARK: PUT /auth/v1/user {data, email, password, nonce}
 
-    /// Updates the caller's profile from `data` (`guestpass_server.update_user`: the name asked once, timezone,
-    /// language, flags, avatar, other keys into user_metadata). Email, phone and password changes are not offered.
+    /// Updates the caller: `email` and `password` first (`updateCredentials`: a code to a new address, a password set
+    /// or changed), then `data` (`guestpass_server.update_user`: the name asked once, timezone, language, flags,
+    /// avatar, other keys into user_metadata). Answers the user (a bare User, as GoTrue). A phone is not offered.
     func updateUser(_ request: Request, _ context: SignedInContext) async throws -> UserResponse {
         var request = request
         let (caller, token) = (context.caller, context.token)
         let body = try await request.jsonObject(limit: BodyLimits.signUp)
-        for key in ["email", "phone", "password"] where body[key] != nil && body[key] != .null {
-            throw APIError(.unprocessableContent, code: "\(key)_change_disabled", message: "Only data can be updated")
+        if body["phone"] != nil && body["phone"] != .null {
+            throw APIError(.unprocessableContent, code: "phone_change_disabled", message: "Phone numbers are not offered")
         }
-        guard case .object(let data)? = body["data"] else { throw APIError.validation("data must be a JSON object") }
-        guard let row = try await self.functions.updateUser(data: data, as: caller.identity) else {
+        let data = try EmailInput.object(body["data"], "data")
+        try await self.updateCredentials(body, request, context)
+        let profile: ServerFunctions.Profile?
+        if let data {
+            profile = try await self.functions.updateUser(data: data, as: caller.identity)
+        } else {
+            profile = try await self.functions.currentUserProfile(as: caller.identity)
+        }
+        guard let profile else {
             throw APIError(.forbidden, code: GoTrueCode.sessionNotFound, message: "Session from session_id claim in JWT does not exist")
         }
-        let user = try SessionUser(
-            row: row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil, withIdentities: true
+        var user = try SessionUser(
+            row: profile.row, appID: caller.appID, sessionID: token.sessionID, deviceID: token.deviceID, lastSignInAt: nil,
+            withIdentities: true
         )
+        user.emailState = profile.emailState
         return UserResponse(user, audience: self.configuration.audience)
     }
 
@@ -226,7 +256,7 @@ struct AuthRoutes: Sendable {
     struct Settings: ResponseEncodable {
         struct External: Encodable {
             let anonymous_users = true
-            let email = false
+            let email = true
             let phone = false
             let apple = true
         }

@@ -9,7 +9,7 @@ struct Authenticator: Sendable {
     let keys: APIKeyResolver
     let tokens: TokenService
 
-    func authenticate(_ request: Request, _ context: AppRequestContext) async throws -> Caller {
+    func authenticate(_ request: Request, _ context: AppRequestContext, ignoringBearer: Bool = false) async throws -> Caller {
         let inURL: [String] = request.uri.queryParameters.getAll("apikey")
         // URLs end up in proxy and access logs: a secret key there is refused, wherever it stands.
         if inURL.contains(where: { APIKey.kind(of: $0.removingPercentEncoding ?? $0) == .secret }) {
@@ -23,7 +23,7 @@ struct Authenticator: Sendable {
             throw APIError(.unauthorized, code: GoTrueCode.invalidApiKey, message: "Invalid API key")
         }
         let clientAddress = request.clientIP(context: context, trustedHeader: self.tokens.configuration.trustedProxyHeader)
-        guard request.headers[.authorization] != nil else {
+        guard request.headers[.authorization] != nil, !ignoringBearer else {
             return Caller(grant: grant, token: nil, clientAddress: clientAddress)
         }
         guard let bearer = request.bearerCredential else {

@@ -31,11 +31,14 @@ struct Caller: Sendable {
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let authenticator: Authenticator
+    /// For GoTrue's public endpoints (`/otp`, `/verify`, …): the API key alone. supabase-py sends the last user's access
+    /// token on every call, expired or not; such an endpoint must neither use it nor refuse for it.
+    var ignoresBearer = false
 
     func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response
     {
         var context = context
-        context.caller = try await self.authenticator.authenticate(request, context)
+        context.caller = try await self.authenticator.authenticate(request, context, ignoringBearer: self.ignoresBearer)
         return try await next(request, context)
     }
 }

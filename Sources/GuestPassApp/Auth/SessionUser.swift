@@ -17,6 +17,11 @@ struct SessionUser: Sendable {
     let lastSignInAt: Date?
     /// GoTrue identity objects (`guestpass.user_identities`), when the function returned them.
     let identities: [JSONValue]
+    /// The GoTrue fields of the user's email account (`guestpass.user_email_state`: email_confirmed_at, new_email, …),
+    /// already formatted; an empty object for a user without one.
+    var emailState: JSONValue = .object([:])
+    /// The session's authentication method for the token's `amr` (password, otp, …); nil: anonymous or oauth.
+    var authenticationMethod: String?
 
     /// Reads the user columns shared by the sign-up, refresh and profile functions; `identities` from the row's
     /// `identities` column when `withIdentities` (sign-in with a provider, the profile).
@@ -37,6 +42,10 @@ struct SessionUser: Sendable {
         } else {
             self.identities = []
         }
+        if let cell = try? row.cell("email_state"), let text = cell.text {
+            self.emailState = try JSONValue.parse(text)
+        }
+        if let cell = try? row.cell("amr") { self.authenticationMethod = cell.text }
     }
 }
 
@@ -54,6 +63,13 @@ struct UserResponse: Encodable {
     let created_at: String
     let updated_at: String
     let is_anonymous: Bool
+    let email_confirmed_at: String?
+    let confirmed_at: String?
+    let new_email: String?
+    let confirmation_sent_at: String?
+    let recovery_sent_at: String?
+    let email_change_sent_at: String?
+    let reauthentication_sent_at: String?
 
     init(_ user: SessionUser, audience: String) {
         self.id = user.id.lowercasedString
@@ -68,6 +84,14 @@ struct UserResponse: Encodable {
         self.created_at = RFC3339.format(user.createdAt)
         self.updated_at = RFC3339.format(user.updatedAt)
         self.is_anonymous = user.isAnonymous
+        let state = user.emailState.objectValue ?? [:]
+        self.email_confirmed_at = state["email_confirmed_at"]?.stringValue
+        self.confirmed_at = state["confirmed_at"]?.stringValue
+        self.new_email = state["new_email"]?.stringValue
+        self.confirmation_sent_at = state["confirmation_sent_at"]?.stringValue
+        self.recovery_sent_at = state["recovery_sent_at"]?.stringValue
+        self.email_change_sent_at = state["email_change_sent_at"]?.stringValue
+        self.reauthentication_sent_at = state["reauthentication_sent_at"]?.stringValue
     }
 }
 

@@ -35,7 +35,7 @@ struct TokenService: Sendable {
         let claims = AccessClaims(
             sub: user.id.lowercasedString, role: "authenticated", aud: self.configuration.audience, iss: self.configuration.issuer,
             exp: expiresAt, iat: issuedAt, session_id: user.sessionID.lowercasedString, is_anonymous: user.isAnonymous,
-            amr: [.init(method: user.isAnonymous ? "anonymous" : "oauth", timestamp: issuedAt)], aal: "aal1",
+            amr: [.init(method: user.authenticationMethod ?? (user.isAnonymous ? "anonymous" : "oauth"), timestamp: issuedAt)], aal: "aal1",
             app_metadata: user.appMetadata, user_metadata: user.userMetadata, email: user.email ?? "", phone: "",
             app_id: user.appID.lowercasedString, device_id: user.deviceID?.lowercasedString
         )

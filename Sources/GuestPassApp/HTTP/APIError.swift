@@ -26,6 +26,8 @@ public struct APIError: Error, Sendable {
     public var details: String?
     public var hint: String?
     public var headers: HTTPFields
+    /// GoTrue's `weak_password.reasons` (length, characters), for `weak_password`.
+    public var weakPasswordReasons: [String]?
 
     public init(
         _ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil,
@@ -213,7 +215,10 @@ extension APIError {
     func rendered(dialect: ErrorDialect, request: Request) throws -> (headers: HTTPFields, body: [UInt8]) {
         let data: [UInt8]
         switch dialect {
-        case .goTrue: data = try CompactJSONEncoder().encode(GoTrueErrorBody(code: self.code, message: self.message))
+        case .goTrue:
+            data = try CompactJSONEncoder().encode(
+                GoTrueErrorBody(
+                    code: self.code, message: self.message, weak_password: self.weakPasswordReasons.map { .init(reasons: $0) }))
         case .postgREST:
             data = try CompactJSONEncoder().encode(
                 PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
@@ -228,8 +233,13 @@ extension APIError {
 
 /// GoTrue's error body.
 struct GoTrueErrorBody: Codable {
+    struct WeakPassword: Codable {
+        let reasons: [String]
+    }
     let code: String
     let message: String
+    /// Present for `weak_password` only (supabase-py reads it and fails without it).
+    var weak_password: WeakPassword? = nil
 }
 
 /// PostgREST's error body: every key present, `null` when empty.

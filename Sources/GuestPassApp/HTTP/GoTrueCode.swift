@@ -17,6 +17,30 @@ enum GoTrueCode {
     static let devicecheckNotConfigured = "devicecheck_not_configured"
     static let devicecheckUnavailable = "devicecheck_unavailable"
     static let emailProviderDisabled = "email_provider_disabled"
+    /// 422: the address belongs to another user of the app.
+    static let emailExists = "email_exists"
+    /// 400: the password was right, but the address is not confirmed yet.
+    static let emailNotConfirmed = "email_not_confirmed"
+    /// 404 / 403: a PKCE authorization code that is unknown, used or old, or a verifier that does not match it.
+    static let flowStateNotFound = "flow_state_not_found"
+    static let badCodeVerifier = "bad_code_verifier"
+    /// 400: unknown address, no password, or a wrong one (one answer for all three).
+    static let invalidCredentials = "invalid_credentials"
+    /// 403: the one-time code or link is wrong, used, expired or dead after 5 wrong tries.
+    static let otpExpired = "otp_expired"
+    /// 422: a one-time code for an unknown address with `create_user: false`.
+    static let otpDisabled = "otp_disabled"
+    /// 429: mail to this address (or the app's hourly mail) is throttled.
+    static let overEmailSendRateLimit = "over_email_send_rate_limit"
+    /// 400 / 422: a password change needs a reauthentication nonce, or the one sent is not valid.
+    static let reauthenticationNeeded = "reauthentication_needed"
+    static let reauthenticationNotValid = "reauthentication_not_valid"
+    /// 422: the new password is the current one.
+    static let samePassword = "same_password"
+    /// 422: sign-up with a confirmed address when the app autoconfirms.
+    static let userAlreadyExists = "user_already_exists"
+    /// 422: the password breaks the app's rules; the body lists `weak_password.reasons`.
+    static let weakPassword = "weak_password"
     static let grantInProgress = "grant_in_progress"
     static let identityAlreadyExists = "identity_already_exists"
     /// 401: an unknown, revoked or malformed API key.

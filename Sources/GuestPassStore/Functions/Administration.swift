@@ -67,6 +67,33 @@ public struct Administration: Sendable {
         public var partnerLimit: Int?
         /// `guestpass prune`: days without a sign-in, refresh or request after which a guest holding nothing goes.
         public var guestIdleDays: Int?
+        /// Email: offered, autoconfirm, code digits and lifetime (seconds), the interval between mails to one address,
+        /// the hourly cap, secure change, reauthentication for a password change, linking a first Apple sign-in.
+        public var emailEnabled: Bool?
+        public var emailAutoconfirm: Bool?
+        public var emailOTPLength: Int?
+        public var emailOTPLifetime: Int?
+        public var emailSendInterval: Int?
+        public var emailHourlyLimit: Int?
+        public var emailSecureChange: Bool?
+        public var emailReauthenticatePassword: Bool?
+        public var emailLinkApple: Bool?
+        /// Passwords: the fewest characters, and the character sets each must draw from.
+        public var passwordMinLength: Int?
+        public var passwordRequiredCharacters: [String]?
+        /// Links: the site URL and the redirect URLs allowed.
+        public var siteURL: String?
+        public var redirectURLs: [String]?
+        /// SMTP: the relay (`smtpPassword` already sealed by the caller), the sender, a private CA; templates as JSON.
+        public var smtpHost: String?
+        public var smtpPort: Int?
+        public var smtpUser: String?
+        public var smtpPassword: [UInt8]?
+        public var smtpSecurity: String?
+        public var smtpSender: String?
+        public var smtpSenderName: String?
+        public var smtpCAFile: String?
+        public var emailTemplates: String?
 
         public init() {}
 
@@ -84,6 +111,16 @@ public struct Administration: Sendable {
                 ("apple_team_id", self.appleTeamID), ("apple_key_id", self.appleKeyID), ("apple_key_path", self.appleKeyPath),
                 ("share_code_length", self.shareCodeLength), ("share_code_digits_only", self.shareCodeDigitsOnly),
                 ("partner_limit", self.partnerLimit), ("guest_idle_days", self.guestIdleDays),
+                ("email_enabled", self.emailEnabled), ("email_autoconfirm", self.emailAutoconfirm),
+                ("email_otp_length", self.emailOTPLength), ("email_otp_lifetime_seconds", self.emailOTPLifetime),
+                ("email_send_interval_seconds", self.emailSendInterval), ("email_hourly_limit", self.emailHourlyLimit),
+                ("email_secure_change", self.emailSecureChange), ("email_reauthenticate_password", self.emailReauthenticatePassword),
+                ("email_link_apple", self.emailLinkApple), ("password_min_length", self.passwordMinLength),
+                ("password_required_characters", self.passwordRequiredCharacters.map(PostgresTextArray.literal)),
+                ("site_url", self.siteURL), ("redirect_urls", self.redirectURLs.map(PostgresTextArray.literal)),
+                ("smtp_host", self.smtpHost), ("smtp_port", self.smtpPort), ("smtp_user", self.smtpUser),
+                ("smtp_password", self.smtpPassword), ("smtp_security", self.smtpSecurity), ("smtp_sender", self.smtpSender),
+                ("smtp_sender_name", self.smtpSenderName), ("smtp_ca_file", self.smtpCAFile), ("email_templates", self.emailTemplates),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }

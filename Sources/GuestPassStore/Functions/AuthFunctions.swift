@@ -104,24 +104,31 @@ extension ServerFunctions {
         }
     }
 
-    /// `guestpass_server.current_user_profile`: the caller's user, or nil when its session is gone.
-    public func currentUserProfile(as identity: RequestIdentity) async throws -> PostgresRow? {
-        let results = try await self.pool.requestTransaction(
-            identity, readOnly: true, [PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true)]
-        )
-        guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else { return nil }
-        return row
+    /// A user as `GET /auth/v1/user` shows it: the profile row and the GoTrue fields of its email account.
+    public struct Profile: Sendable {
+        public let row: PostgresRow
+        public let emailState: JSONValue
     }
 
-    /// `guestpass_server.update_user`: applies `data` to the caller's profile; the user as current_user_profile shows it,
-    /// or nil when the session is gone.
-    public func updateUser(data: [String: JSONValue], as identity: RequestIdentity) async throws -> PostgresRow? {
-        let results = try await self.pool.requestTransaction(
-            identity,
-            [PostgresStatement("SELECT * FROM guestpass_server.update_user($1::jsonb)", [PostgresJSON(text: JSONValue.object(data).jsonText)])]
+    /// `guestpass_server.current_user_profile` (with `user_email_state`, one round trip): the caller's user, or nil when
+    /// its session is gone.
+    public func currentUserProfile(as identity: RequestIdentity) async throws -> Profile? {
+        let (rows, state) = try await self.withEmailState(
+            PostgresStatement("SELECT * FROM guestpass_server.current_user_profile()", reusesPlan: true), readOnly: true, as: identity
         )
-        guard let row = results.first?.first, try row.decode(Bool.self, "session_active") else { return nil }
-        return row
+        guard let row = rows?.first, try row.decode(Bool.self, "session_active") else { return nil }
+        return Profile(row: row, emailState: state)
+    }
+
+    /// `guestpass_server.update_user` (with `user_email_state`): applies `data` to the caller's profile; the user as
+    /// current_user_profile shows it, or nil when the session is gone.
+    public func updateUser(data: [String: JSONValue], as identity: RequestIdentity) async throws -> Profile? {
+        let (rows, state) = try await self.withEmailState(
+            PostgresStatement("SELECT * FROM guestpass_server.update_user($1::jsonb)", [PostgresJSON(text: JSONValue.object(data).jsonText)]),
+            readOnly: false, as: identity
+        )
+        guard let row = rows?.first, try row.decode(Bool.self, "session_active") else { return nil }
+        return Profile(row: row, emailState: state)
     }
 
     /// The scopes of `guestpass_server.sign_out`.

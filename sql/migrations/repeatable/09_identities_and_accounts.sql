@@ -97,7 +97,12 @@ create or replace function guestpass.user_identities(p_user uuid)
                 'identity_id', i.id, 'id', i.subject, 'user_id', i.user_id, 'provider', i.provider,
                 'email', coalesce(i.email, ''),
                 'identity_data', jsonb_build_object(
-                    'sub', i.subject, 'email', i.email, 'is_private_email', i.is_private_email, 'provider_id', i.subject
+                    'sub', i.subject, 'email', i.email, 'is_private_email', i.is_private_email, 'provider_id', i.subject,
+                    'email_verified', case when i.provider = 'email' then exists (
+                        select 1 from guestpass.email_credentials as c
+                        where c.user_id = i.user_id and c.email_confirmed_at is not null
+                    ) else i.email is not null end,
+                    'phone_verified', false
                 ),
                 'created_at', i.created_at, 'updated_at', i.updated_at, 'last_sign_in_at', i.last_sign_in_at
             )
@@ -126,6 +131,25 @@ comment on function guestpass_server.app_apple_settings() is
     'GuestPass server: the Sign in with Apple settings of the caller''s app (claim app_id): accepted audiences, Apple''s '
     'base URL (null = Apple''s own), team id, key id and .p8 key path (null = no code exchange or revocation); no row '
     'without a known app.';
+
+create or replace function guestpass.with_provider(p_app_metadata jsonb, p_provider text)
+    returns jsonb
+    language sql immutable as $$
+    select p_app_metadata || pg_catalog.jsonb_build_object(
+        'provider', coalesce(p_app_metadata ->> 'provider', p_provider),
+        'providers', (
+            select coalesce(pg_catalog.jsonb_agg(distinct p.value order by p.value), '[]'::jsonb)
+            from pg_catalog.jsonb_array_elements_text(
+                case when pg_catalog.jsonb_typeof(p_app_metadata -> 'providers') = 'array' then p_app_metadata -> 'providers'
+                     else '[]'::jsonb end || pg_catalog.to_jsonb(p_provider)
+            ) as p (value)
+        )
+    )
+$$;
+
+comment on function guestpass.with_provider(jsonb, text) is
+    'GuestPass internal: app_metadata with p_provider added as GoTrue shows providers: provider (the first one) and '
+    'providers (every one, sorted, once each).';
 
 -- 3. Sign-in and linking.
 create or replace function guestpass_server.sign_in_with_identity(
@@ -209,16 +233,7 @@ begin
     -- none and no other user of the app has it.
     update public.users as u
     set is_anonymous = false,
-        app_metadata = u.app_metadata || jsonb_build_object(
-            'provider', coalesce(u.app_metadata ->> 'provider', p_provider),
-            'providers', (
-                select coalesce(jsonb_agg(distinct p.value order by p.value), '[]'::jsonb)
-                from jsonb_array_elements_text(
-                    case when jsonb_typeof(u.app_metadata -> 'providers') = 'array' then u.app_metadata -> 'providers'
-                         else '[]'::jsonb end || to_jsonb(p_provider)
-                ) as p (value)
-            )
-        ),
+        app_metadata = guestpass.with_provider(u.app_metadata, p_provider),
         email = case
             when u.email is null and p_email is not null and not exists (
                 select 1 from public.users as o where o.app_id = v_app and lower(o.email) = lower(p_email) and o.id <> u.id
@@ -652,7 +667,7 @@ alter table guestpass.identities enable row level security, force row level secu
 alter table guestpass.user_roles enable row level security, force row level security;
 
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
-revoke all on function guestpass.user_identities(uuid), guestpass_server.app_apple_settings(),
+revoke all on function guestpass.user_identities(uuid), guestpass.with_provider(jsonb, text), guestpass_server.app_apple_settings(),
     guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text),
     guestpass_server.store_apple_refresh_token(text, text, bytea), auth.has_role(text), guestpass.account_name(text),
     guestpass.mark_account_setup(), guestpass_server.current_user_profile(), guestpass_server.update_user(jsonb),

@@ -1,0 +1,56 @@
+import GuestPassCrypto
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Password hashing (scrypt, `PasswordHash`) off the event loops and the task executor, on a pool of its own.
+///
+/// One scrypt costs about 32 MiB and tens of milliseconds of one core (`PasswordHashParameters.standard`). The pool runs
+/// at most one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB and leaves the event loops
+/// and the database calls of other routes their share; at most `maxWaiting` more wait their turn, and past that a
+/// request is refused at once with 503 and `Retry-After` (before anything was written: safe to retry).
+final class PasswordHasher: Sendable {
+    /// The one pool of the process: threads as many as cores.
+    static let shared = PasswordHasher(threads: System.coreCount, maxWaiting: 64 * System.coreCount)
+
+    private let pool: NIOThreadPool
+    private let pending = NIOLockedValueBox(0)
+    private let capacity: Int
+
+    init(threads: Int, maxWaiting: Int) {
+        self.pool = NIOThreadPool(numberOfThreads: max(1, threads))
+        self.pool.start()
+        self.capacity = max(1, threads) + maxWaiting
+    }
+
+    /// The scrypt string of `password`.
+    func hash(_ password: String) async throws -> String {
+        try await self.run { try PasswordHash.hash(Array(password.utf8)) }
+    }
+
+    /// Whether `password` matches `stored` (scrypt or an imported bcrypt hash).
+    func verify(_ password: String, against stored: String) async throws -> PasswordVerification {
+        try await self.run { PasswordHash.verify(Array(password.utf8), against: stored) }
+    }
+
+    /// The time of a verification, for an address without an account (no timing oracle).
+    func verifyDummy(_ password: String) async throws {
+        try await self.run { PasswordHash.verifyDummy(Array(password.utf8)) }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let admitted = self.pending.withLockedValue { pending in
+            guard pending < self.capacity else { return false }
+            pending += 1
+            return true
+        }
+        guard admitted else {
+            throw APIError(
+                .serviceUnavailable, code: GoTrueCode.overRequestRateLimit, message: "Too many password checks at once; retry shortly",
+                headers: [.retryAfter: "1"])
+        }
+        defer { self.pending.withLockedValue { $0 -= 1 } }
+        return try await self.pool.runIfActive(body)
+    }
+}
