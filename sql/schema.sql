@@ -495,13 +495,13 @@ COMMENT ON FUNCTION guestpass.email_limit_client(p_kind text, p_burst integer, p
 CREATE FUNCTION guestpass.email_redirect(p_app uuid, p_url text) RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7d967797bef51c10 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2e3d5b5d246ee82e $$;
 
 --
 -- Name: FUNCTION email_redirect(p_app uuid, p_url text); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) IS 'GuestPass internal: p_url when the app allows it as a redirect (its site_url, or an entry of redirect_urls: the same URL, or a prefix ending in *), else the app''s site_url (null when it has none).';
+COMMENT ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) IS 'GuestPass internal: p_url when the app allows it as a redirect (its site_url, or an entry of redirect_urls: the same URL, or a prefix ending in *, which for http and https must include the path''s first /, as in https://app.example/*; a custom scheme such as myapp://* may end anywhere), else the app''s site_url (null when it has none).';
 
 --
 -- Name: enforce_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -659,13 +659,13 @@ COMMENT ON FUNCTION guestpass.peek_rate_limit(p_bucket text, p_capacity integer,
 CREATE FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid DEFAULT NULL::uuid) RETURNS TABLE(removed integer, more boolean, next_after uuid)
     LANGUAGE plpgsql
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/11_prune.sql, sha256 3f0a782ad012d116 $$;
+    AS $$ -- body in sql/migrations/repeatable/11_prune.sql, sha256 30a11acc12fcdfb0 $$;
 
 --
 -- Name: FUNCTION prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) IS 'GuestPass internal (guestpass prune): removes at most p_limit rows of one kind and returns how many (with p_dry_run, how many it would, removing nothing), whether to run another batch, and (guests) the id to pass as p_after to the next one, so that guests kept for their rows are examined once. Kinds: guests (anonymous, idle longer than the app''s guest_idle_days by their sessions, devices, updated_at and quota days, with no credits, premium, Apple identity, partner or row in public / p_schemas tables besides their devices; deleted with everything that cascades), sessions (ended over 7 days ago), refresh_tokens (rotated or revoked over 7 days ago), idempotency_records (consumptions over 2 days old), rate_limits (untouched for a day), account_codes (used or expired a day ago). Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the candidates of one batch.';
+COMMENT ON FUNCTION guestpass.prune_batch(p_kind text, p_limit integer, p_dry_run boolean, p_schemas text[], p_after uuid) IS 'GuestPass internal (guestpass prune): removes at most p_limit rows of one kind and returns how many (with p_dry_run, how many it would, removing nothing), whether to run another batch, and (guests) the id to pass as p_after to the next one, so that guests kept for their rows are examined once. Kinds: guests (anonymous, idle longer than the app''s guest_idle_days by their sessions, devices, updated_at and quota days, with no credits, premium, Apple identity, partner or row in public / p_schemas tables besides their devices; deleted with everything that cascades), sessions (ended over 7 days ago), refresh_tokens (rotated or revoked over 7 days ago), idempotency_records (consumptions over 2 days old), rate_limits (untouched for a day), account_codes, email_codes and auth_codes (used or expired a day ago), mail_outbox (sent or given up a week ago). Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the candidates of one batch.';
 
 --
 -- Name: queue_mail(uuid, text, text, text, text, text, text, bytea); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1734,13 +1734,13 @@ COMMENT ON FUNCTION guestpass_server.resolve_api_key(p_key_hash text) IS 'GuestP
 CREATE FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) RETURNS TABLE(status text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 1ece3a9d70e1e43d $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 f1f64c2ca1251eb9 $$;
 
 --
 -- Name: FUNCTION sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: sign-in with a verified identity (provider apple, subject = the token''s sub, the email it shared) in the caller''s app (claim app_id); the server has checked the token. Without p_link: the identity''s user (status signed_in), or a new non-anonymous user with it (created). With p_link, for a signed-in caller (claims sub and session_id, the session live): links the identity to the caller (status linked; already linked to the caller is fine), ends the caller''s session and its refresh tokens, and the new session keeps its device; status identity_already_exists when another user has it, session_not_found when the caller''s session is gone, and nothing changes. Either way the user is no longer anonymous, app_metadata gets provider / providers, the email is stored when the user has none and no other user of the app has it, and session p_session_id opens with refresh token counter 0 (hash p_refresh_token_hash). Concurrent calls for one identity run one at a time. Raises 22023 on invalid arguments, 42501 without a known app.';
+COMMENT ON FUNCTION guestpass_server.sign_in_with_identity(p_provider text, p_subject text, p_email text, p_is_private_email boolean, p_link boolean, p_user_agent text, p_client_ip text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: sign-in with a verified identity (provider apple, subject = the token''s sub, the email it shared) in the caller''s app (claim app_id); the server has checked the token. Without p_link: the identity''s user (status signed_in), or with the app''s email_link_apple the account whose confirmed address is that email (signed_in), or a new non-anonymous user with it (created). With p_link, for a signed-in caller (claims sub and session_id, the session live): links the identity to the caller (status linked; already linked to the caller is fine), ends the caller''s session and its refresh tokens, and the new session keeps its device; status identity_already_exists when another user has it, session_not_found when the caller''s session is gone, and nothing changes. Either way the user is no longer anonymous, app_metadata gets provider / providers, the email is stored when the user has none and no other user of the app has it, and session p_session_id opens with refresh token counter 0 (hash p_refresh_token_hash). Concurrent calls for one identity run one at a time. Raises 22023 on invalid arguments, 42501 without a known app.';
 
 --
 -- Name: sign_out(text); Type: FUNCTION; Schema: guestpass_server; Owner: -

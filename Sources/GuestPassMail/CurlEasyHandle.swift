@@ -97,7 +97,7 @@ final class CurlEasyHandle {
             var reply = 0
             _ = gp_curl_getinfo_long(self.pointer, CURLINFO_RESPONSE_CODE, &reply)
             let detail = String(cString: self.errorBuffer)
-            throw SMTPError.fromCurl(code, replyCode: reply, detail: detail, password: self.settings.password)
+            throw SMTPError.fromCurl(Int(code.rawValue), replyCode: reply, detail: detail, password: self.settings.password)
         }
         let sent = source.takeUnretainedValue().offset
         guard sent == payload.count else {

@@ -94,10 +94,10 @@ enum DefaultMailTemplates {
         if let link {
             text += """
                 {{#confirmation_url}}
+
                 \(link.label):
 
                 {{confirmation_url}}
-
                 {{/confirmation_url}}
 
                 """
@@ -109,7 +109,7 @@ enum DefaultMailTemplates {
 
                 """
         }
-        text += "\(outro)\n"
+        text += "\n\(outro)\n"
         html += """
             <p style="color: #666666;">\(outro)</p>
             </body>

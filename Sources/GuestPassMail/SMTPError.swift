@@ -56,8 +56,10 @@ public struct SMTPError: Error, Hashable, Sendable, CustomStringConvertible {
         return text + "): \(self.message)"
     }
 
-    /// Classifies a failed `curl_easy_perform`: `code`, the last SMTP reply (0 for none) and the error buffer's text.
-    static func fromCurl(_ code: CURLcode, replyCode: Int, detail: String, password: String?) -> SMTPError {
+    /// Classifies a failed `curl_easy_perform`: libcurl's `CURLcode` (as a number), the last SMTP reply (0 for none)
+    /// and the error buffer's text.
+    static func fromCurl(_ curlCode: Int, replyCode: Int, detail: String, password: String?) -> SMTPError {
+        let code = CURLcode(rawValue: .init(truncatingIfNeeded: curlCode))
         var message = String(cString: curl_easy_strerror(code))
         if !detail.isEmpty { message += ": \(detail)" }
         if let password, !password.isEmpty {
@@ -86,6 +88,6 @@ public struct SMTPError: Error, Hashable, Sendable, CustomStringConvertible {
                 kind = .other
             }
         }
-        return SMTPError(kind, message, curlCode: Int(code.rawValue), replyCode: reply)
+        return SMTPError(kind, message, curlCode: curlCode, replyCode: reply)
     }
 }

@@ -164,12 +164,29 @@ select is(
     array[
         'guestpass_server.app_apple_settings to anon',
         'guestpass_server.app_devicecheck_settings to authenticated',
+        'guestpass_server.app_email_settings to anon',
         'guestpass_server.create_account_code to authenticated',
         'guestpass_server.current_user_profile to authenticated',
         'guestpass_server.delete_account to authenticated',
         'guestpass_server.devicecheck_begin to authenticated',
         'guestpass_server.devicecheck_finish to authenticated',
         'guestpass_server.devicecheck_take_lease to authenticated',
+        -- email (14_email.sql): the public endpoints run as anon, the signed-in ones as authenticated
+        'guestpass_server.email_change_request to authenticated',
+        'guestpass_server.email_password_lookup to anon',
+        'guestpass_server.email_password_sign_in to anon',
+        'guestpass_server.email_password_state to authenticated',
+        'guestpass_server.email_reauthenticate to authenticated',
+        'guestpass_server.email_send_code to anon',
+        'guestpass_server.email_set_password to authenticated',
+        'guestpass_server.email_sign_up to anon',
+        'guestpass_server.email_verify to anon',
+        'guestpass_server.exchange_auth_code to anon',
+        -- the mail outbox (15_mail_outbox.sql): the sender calls these as the login role, outside request transactions
+        'guestpass_server.mail_claim to guestpass_authenticator',
+        'guestpass_server.mail_failed to guestpass_authenticator',
+        'guestpass_server.mail_queue_state to guestpass_authenticator',
+        'guestpass_server.mail_sent to guestpass_authenticator',
         'guestpass_server.merge_guest to authenticated',
         -- the table API's fts filter (to_tsquery, a refusal as PGRST100): every request role reads tables
         'guestpass_server.parse_tsquery to anon',
@@ -200,6 +217,7 @@ select is(
         'guestpass_server.store_apple_refresh_token to anon',
         'guestpass_server.store_apple_refresh_token to authenticated',
         'guestpass_server.update_user to authenticated',
+        'guestpass_server.user_email_state to authenticated',
         'public.create_guest_user to anon',
         'public.create_guest_user to authenticated',
         'public.create_guest_user to service_role'

@@ -3,7 +3,10 @@ import GuestPassPostgres
 
 extension Administration {
     /// What `guestpass.prune_batch` removes, in the order `prune` runs them (guests first: their sessions go with them).
-    public static let pruneKinds = ["guests", "sessions", "refresh_tokens", "idempotency_records", "rate_limits", "account_codes"]
+    public static let pruneKinds = [
+        "guests", "sessions", "refresh_tokens", "idempotency_records", "rate_limits", "account_codes", "email_codes", "auth_codes",
+        "mail_outbox",
+    ]
 
     /// One batch of `kind` (`guestpass.prune_batch`, its own short transaction): how many rows it removed (or would),
     /// and where the next batch starts (nil: this kind is done).

@@ -216,6 +216,18 @@ begin
     elsif v_owner is not null then
         v_user := v_owner;
         v_status := 'signed_in';
+    elsif p_email is not null and (select a.email_link_apple from guestpass.apps as a where a.id = v_app) and exists (
+        select 1
+        from public.users as o
+        join guestpass.email_credentials as c on c.user_id = o.id and c.email_confirmed_at is not null
+        where o.app_id = v_app and lower(o.email) = lower(p_email)
+    ) then
+        -- The app links a first Apple sign-in to the account whose confirmed address Apple's verified email is
+        -- (apps.email_link_apple, off by default; an unconfirmed address never links).
+        select o.id into v_user
+        from public.users as o
+        where o.app_id = v_app and lower(o.email) = lower(p_email);
+        v_status := 'signed_in';
     else
         insert into public.users (app_id, is_anonymous) values (v_app, false) returning id into v_user;
         v_status := 'created';
@@ -257,7 +269,8 @@ $$;
 comment on function guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text) is
     'GuestPass server: sign-in with a verified identity (provider apple, subject = the token''s sub, the email it '
     'shared) in the caller''s app (claim app_id); the server has checked the token. Without p_link: the identity''s '
-    'user (status signed_in), or a new non-anonymous user with it (created). With p_link, for a signed-in caller '
+    'user (status signed_in), or with the app''s email_link_apple the account whose confirmed address is that email '
+    '(signed_in), or a new non-anonymous user with it (created). With p_link, for a signed-in caller '
     '(claims sub and session_id, the session live): links the identity to the caller (status linked; already linked '
     'to the caller is fine), ends the caller''s session and its refresh tokens, and the new session keeps its device; '
     'status identity_already_exists when another user has it, session_not_found when the caller''s session is gone, '

@@ -75,7 +75,8 @@ begin
         end if;
         return query select v_count, cardinality(v_candidates) = p_limit, v_candidates[cardinality(v_candidates)];
         return;
-    when 'sessions', 'refresh_tokens', 'idempotency_records', 'rate_limits', 'account_codes' then
+    when 'sessions', 'refresh_tokens', 'idempotency_records', 'rate_limits', 'account_codes', 'email_codes', 'auth_codes',
+         'mail_outbox' then
         -- The bookkeeping kinds differ only in their table, the column that names a row, and which rows are spent.
         select k.table_name, k.row_key, k.spent into v_table, v_key, v_spent
         from (values
@@ -89,7 +90,15 @@ begin
             ('rate_limits', 'guestpass.rate_limits'::regclass, 'bucket', 'updated_at < $1 - interval ''1 day'''),
             -- Used or expired codes, a day on.
             ('account_codes', 'guestpass.account_codes'::regclass, 'id',
-             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day''')
+             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day'''),
+            -- Email codes and PKCE codes used or expired a day ago.
+            ('email_codes', 'guestpass.email_codes'::regclass, 'id',
+             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day'''),
+            ('auth_codes', 'guestpass.auth_codes'::regclass, 'code_hash',
+             'used_at < $1 - interval ''1 day'' or expires_at < $1 - interval ''1 day'''),
+            -- Mail sent or given up a week ago (the per-address interval looks back an hour at most).
+            ('mail_outbox', 'guestpass.mail_outbox'::regclass, 'id',
+             'sent_at < $1 - interval ''7 days'' or failed_at < $1 - interval ''7 days''')
         ) as k (kind, table_name, row_key, spent)
         where k.kind = p_kind;
         -- One batch of any of them: $1 the clock, $2 the batch size, $3 a dry run.
@@ -101,7 +110,8 @@ begin
             into v_count using v_now, p_limit, p_dry_run;
     else
         raise exception using errcode = '22023',
-            message = 'the kind must be guests, sessions, refresh_tokens, idempotency_records, rate_limits or account_codes';
+            message = 'the kind must be guests, sessions, refresh_tokens, idempotency_records, rate_limits, account_codes, '
+                      'email_codes, auth_codes or mail_outbox';
     end case;
     return query select v_count, v_count = p_limit and not p_dry_run, null::uuid;
 end
@@ -114,7 +124,8 @@ comment on function guestpass.prune_batch(text, integer, boolean, text[], uuid) 
     'guest_idle_days by their sessions, devices, updated_at and quota days, with no credits, premium, Apple identity, '
     'partner or row in public / p_schemas tables besides their devices; deleted with everything that cascades), '
     'sessions (ended over 7 days ago), refresh_tokens (rotated or revoked over 7 days ago), idempotency_records '
-    '(consumptions over 2 days old), rate_limits (untouched for a day), account_codes (used or expired a day ago). '
+    '(consumptions over 2 days old), rate_limits (untouched for a day), account_codes, email_codes and auth_codes (used '
+    'or expired a day ago), mail_outbox (sent or given up a week ago). '
     'Rows are taken FOR UPDATE SKIP LOCKED: concurrent pruners share the work. A dry run of guests counts only the '
     'candidates of one batch.';
 

@@ -160,7 +160,10 @@ create or replace function guestpass.email_redirect(p_app uuid, p_url text)
             cross join lateral unnest(a.redirect_urls || array[a.site_url]) as r (allowed)
             where a.id = p_app and r.allowed is not null
               and (p_url = r.allowed
-                   or (r.allowed like '%*' and left(p_url, char_length(r.allowed) - 1) = left(r.allowed, -1)))
+                   or (r.allowed like '%*' and left(p_url, char_length(r.allowed) - 1) = left(r.allowed, -1)
+                       -- An http(s) prefix must reach into the path: http://localhost:* would let
+                       -- http://localhost:@evil.example through (a user name, then another host).
+                       and (left(r.allowed, -1) ~* '^https?://[^/]+/' or left(r.allowed, -1) !~* '^https?:')))
         ) then p_url
         else (select a.site_url from guestpass.apps as a where a.id = p_app)
     end
@@ -168,7 +171,9 @@ $$;
 
 comment on function guestpass.email_redirect(uuid, text) is
     'GuestPass internal: p_url when the app allows it as a redirect (its site_url, or an entry of redirect_urls: the '
-    'same URL, or a prefix ending in *), else the app''s site_url (null when it has none).';
+    'same URL, or a prefix ending in *, which for http and https must include the path''s first /, as in '
+    'https://app.example/*; a custom scheme such as myapp://* may end anywhere), else the app''s site_url (null when '
+    'it has none).';
 
 create or replace function guestpass.email_limit_client(p_kind text, p_burst integer, p_per_second double precision)
     returns void
