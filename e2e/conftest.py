@@ -170,6 +170,23 @@ class StandIn:
 
 
 DEVICE_SECRETS: set[str] = set()
+# Secrets of the email tests (passwords, mailed link tokens, the SMTP password), and the one-time codes mailed: the log
+# audit looks for each (codes only as a whole number, not inside a timestamp or an id).
+USED_SECRETS: set[str] = set()
+MAILED_CODES: set[str] = set()
+
+
+def remember_secret(value: str) -> str:
+    """`value` (a password, link token, SMTP password: 8 characters or more) must never reach a log."""
+    if len(value) >= 8:
+        USED_SECRETS.add(value)
+    return value
+
+
+def remember_code(code: str) -> str:
+    """A mailed one-time code must never reach a log."""
+    MAILED_CODES.add(code)
+    return code
 
 
 def new_device_secret() -> str:
@@ -209,7 +226,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     whole_suite = session.testscollected > 200 and not session.config.option.keyword and not session.config.option.markexpr
     for workdir in SESSION_WORKDIRS:
-        problems = audit(workdir, DEVICE_SECRETS, whole_suite)
+        problems = audit(workdir, DEVICE_SECRETS | USED_SECRETS, whole_suite, codes=MAILED_CODES)
         if problems:
             print(f"\nLOG AUDIT FAILED ({workdir}): {problems[:20]}")
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,6 +1,7 @@
 """Secrets never reach the logs: after the whole session (pytest_sessionfinish in conftest, so no test has to run
 last), every line every `guestpass serve` of the session wrote (JSON lines at debug level) is read for what the suite
-used: API keys, access tokens, refresh tokens, device secrets, transfer and recovery codes. Also: every server line is
+used: API keys, access tokens, refresh tokens, device secrets, transfer and recovery codes, and the email tests'
+passwords, mailed link tokens, one-time codes and SMTP password. Also: every server line is
 one JSON object, and the request lines carry the request id, route, status, duration and, once authenticated, the app.
 """
 
@@ -19,10 +20,16 @@ SECRET_PATTERNS = {
 }
 
 
-def audit(workdir: Path, device_secrets: set[str], whole_suite: bool) -> list[str]:
-    """The problems found in the logs of `workdir` (empty: none). `whole_suite`: the session ran every test file, so
-    the logs must also be plentiful (a handful of lines proves nothing)."""
-    logs = sorted(workdir.glob("*.log"))
+def audit(workdir: Path, device_secrets: set[str], whole_suite: bool, codes: set[str] = frozenset()) -> list[str]:
+    """The problems found in the logs of `workdir` (empty: none). `device_secrets`: every secret the suite used, looked
+    for as text; `codes`: one-time codes, looked for as whole numbers (not inside a timestamp, a duration or an id).
+    `whole_suite`: the session ran every test file, so the logs must also be plentiful (a handful of lines proves
+    nothing)."""
+    code_pattern = (
+        re.compile(r"(?<![0-9A-Za-z.:_-])(" + "|".join(sorted(map(re.escape, codes))) + r")(?![0-9A-Za-z])") if codes else None
+    )
+    # The mail catcher's own output is the mailbox (codes are meant to be there); every other log is audited.
+    logs = [path for path in sorted(workdir.glob("*.log")) if "mail-catcher" not in path.name]
     server_logs = [p for p in logs if "standin" not in p.name]
     problems: list[str] = []
     lines, request_lines, with_app = 0, 0, 0
@@ -33,7 +40,9 @@ def audit(workdir: Path, device_secrets: set[str], whole_suite: bool) -> list[st
                 if pattern.search(line):
                     problems.append(f"{path.name}:{number}: {name}")
             if any(secret in line for secret in secrets):
-                problems.append(f"{path.name}:{number}: device secret")
+                problems.append(f"{path.name}:{number}: a secret the suite used (device secret, password, link token)")
+            if code_pattern and code_pattern.search(line):
+                problems.append(f"{path.name}:{number}: a mailed one-time code")
             if path in server_logs and line.strip():
                 lines += 1
                 try:
