@@ -407,8 +407,7 @@ print(f"""
     server log       {log_summary}
     end to end       otp-1's mailed code {catcher["code_of_first"]} → POST /auth/v1/verify {e2e["status"]}, session: {e2e["session"]}
 
-  summary
-""")
+  summary""")
 rows = [
     ("sign-ins/s", f"{pw_rate:.1f} ({pw_rate / cpus:.1f} per core, {pw_rate / ideal:.2f} x ideal)", "-", "-"),
     ("one KDF", f"{kdf_ms:.1f} ms, {$HASH_MIB:.0f} MiB", "-", "-"),

@@ -17,6 +17,8 @@ SECRET_PATTERNS = {
     "JWT (access or identity token)": re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"),
     "transfer code": re.compile(r"\b[2-9A-HJKMNP-Z]{5}-[2-9A-HJKMNP-Z]{5}\b"),
     "recovery code": re.compile(r"\b[2-9A-HJKMNP-Z]{4}(-[2-9A-HJKMNP-Z]{4}){4}\b"),
+    # A key as Swift prints a byte array (a struct holding one described whole, e.g. a service logged at start).
+    "key bytes": re.compile(r"[Kk]ey: \[(\d{1,3}, ){15,}\d{1,3}\]"),
 }
 
 

@@ -29,13 +29,13 @@ public struct PasswordHashParameters: Sendable, Equatable {
     }
 
     /// N = 2^15, r = 8, p = 1: the first of OWASP's scrypt configurations (Password Storage Cheat Sheet), 32 MiB
-    /// (128 · 8 · 2^15 bytes) per hash.
+    /// (128 · r · N = 128 · 8 · 2^15 bytes) per hash.
     ///
-    /// Measured on the 2-core development machine (OpenSSL 3.0, shared with other builds): about 70–120 ms per hash,
-    /// i.e. at most a few dozen sign-ins per second per core, which bounds an online guessing attack well before
-    /// rate limits do and is acceptable for a sign-in. OWASP's equal-strength alternative N = 2^14, r = 8, p = 2 takes
-    /// the same time for half the memory; it is the one to pick (through `PasswordHash.hash(_:parameters:)`, stored
-    /// hashes then report `needsRehash`) where 32 MiB per concurrent sign-in is too much.
+    /// Measured on the 2-core development machine (release build, OpenSSL 3.0, shared with other builds): about 100 ms
+    /// per hash or verification (98–134 ms over seven runs). That is under the ~120 ms budget for a sign-in, and caps an
+    /// online guessing attack at about ten attempts per second per core before any rate limit. OWASP's equal-strength
+    /// alternative, N = 2^14, r = 8, p = 2, measured the same (100–130 ms) for half the memory: it is the one to pass as
+    /// `parameters` where 32 MiB per concurrent sign-in is too much (stored hashes then report `needsRehash`).
     public static let standard = PasswordHashParameters(logN: 15, r: 8, p: 1)
 
     /// The bytes of memory one hash fills: `128 · r · N`.
@@ -121,7 +121,9 @@ public enum PasswordHash {
 
     /// Spends the time of a verification under `.standard` and discards the result: call it where an address is
     /// unknown, so that a sign-in answers as slowly for an unknown address as for a wrong password (no timing oracle
-    /// on which addresses exist). The first call also computes `dummyHash`.
+    /// on which addresses exist). The first call also computes `dummyHash` (call it once at start-up to keep that off
+    /// a request). Accounts still on an imported bcrypt hash take bcrypt's time instead (about half, at cost 10) until
+    /// their first sign-in rehashes them.
     public static func verifyDummy(_ password: [UInt8]) {
         _ = Self.verify(password, against: Self.dummyHash)
     }

@@ -28,7 +28,7 @@ extension MailMessage {
             output.append(contentsOf: MIME.quotedPrintable(self.text))
             return output
         }
-        line("Content-Type: multipart/alternative; boundary=\"\(self.boundary)\"")
+        line("Content-Type: multipart/alternative;\r\n boundary=\"\(self.boundary)\"")
         line("")
         for (subtype, body) in [("plain", self.text), ("html", html)] {
             line("--\(self.boundary)")

@@ -35,6 +35,8 @@ struct TestService: Sendable {
         configuration.databasePoolSize = 8
         // Tests fire hundreds of requests at once on a shared two-CPU machine: wait for a connection rather than 503.
         configuration.databaseAcquireTimeout = .seconds(60)
+        // Mail is delivered and tested end to end (e2e/test_email_*.py); here the sender's poll would only share the pool.
+        configuration.mailSender = false
         return TestService(database: database, configuration: configuration, owner: database.ownerPool())
     }
 

@@ -94,12 +94,13 @@ import Testing
 
     @Test func verifiesPublishedAndCrossCheckedVectors() throws {
         for (hash, password) in Self.published + Self.crossChecked {
-            #expect(BCrypt.verify(password, against: hash) == true, "\(hash)")
-            #expect(BCrypt.verify(password + [UInt8(ascii: "x")], against: hash) == (password.count >= 72), "\(hash)")
-            #expect(PasswordHash.verify(password, against: hash) == .match(needsRehash: true))
             let parsed = try #require(BCrypt.parse(hash))
             let version = hash[hash.index(hash.startIndex, offsetBy: 2)]
             #expect(BCrypt.string(password, salt: parsed.salt, cost: parsed.cost, version: version) == hash)
+            #expect(PasswordHash.verify(password, against: hash) == .match(needsRehash: true), "\(hash)")
+            if parsed.cost < 10 {  // a cost-10 hash takes a second in a debug build
+                #expect(BCrypt.verify(password + [UInt8(ascii: "x")], against: hash) == (password.count >= 72), "\(hash)")
+            }
         }
     }
 

@@ -15,7 +15,7 @@ import Testing
         var testDescription: String { "N=2^\(self.logN), r=\(self.r), p=\(self.p)" }
     }
 
-    /// RFC 7914 §12, all four (the last fills 1 GiB and takes about 5 s on the 2-core development machine).
+    /// RFC 7914 §12, all four (the last fills 1 GiB and takes about 4 s on the 2-core development machine).
     static let rfc7914: [Vector] = [
         Vector(
             password: "", salt: "", logN: 4, r: 1, p: 1,

@@ -52,10 +52,10 @@ final class MailCatcher: Sendable {
         let catcher = try await Self.start(tls: tls, arguments: arguments)
         do {
             let result = try await body(catcher)
-            catcher.stop()
+            await catcher.stop()
             return result
         } catch {
-            catcher.stop()
+            await catcher.stop()
             throw error
         }
     }
@@ -94,17 +94,15 @@ final class MailCatcher: Sendable {
         guard ready, let text = try? String(contentsOfFile: readyFile, encoding: .utf8),
             let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
-            kill(pid, SIGKILL)
-            _ = Self.reap(pid)
+            await Self.terminate(pid)
             throw HarnessError("scripts/mail-catcher did not start: \(log)")
         }
         return MailCatcher(port: port, directory: directory, certificate: certificate, pid: pid)
     }
 
-    /// Stops the catcher (SIGTERM, then waits for it) and removes its directory.
-    func stop() {
-        kill(self.pid, SIGTERM)
-        _ = Self.reap(self.pid)
+    /// Stops the catcher and removes its directory.
+    func stop() async {
+        await Self.terminate(self.pid)
         try? FileManager.default.removeItem(at: self.directory)
     }
 
@@ -200,25 +198,39 @@ final class MailCatcher: Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for pointer in argv + envp { free(pointer) }
         }
+        // The spawning thread may block signals (a test runner's threads do), and a child inherits that mask: give it
+        // an empty mask and default handlers, or it would never see the SIGTERM that stops it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw HarnessError("could not start \(executable): \(String(cString: strerror(spawned)))") }
         return pid
     }
 
+    /// Whether the child has exited (it is then reaped); also true when it is no child of ours any more.
     private static func hasExited(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == pid
+        let result = waitpid(pid, &status, WNOHANG)
+        return result == pid || (result < 0 && errno == ECHILD)
     }
 
-    private static func reap(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return -1 }
-        }
-        return status
+    /// SIGTERM, up to 5 s for the child to exit (polled, so no thread blocks), then SIGKILL and the reaping.
+    private static func terminate(_ pid: pid_t) async {
+        kill(pid, SIGTERM)
+        if (try? await eventually(timeout: .seconds(5), { Self.hasExited(pid) })) == true { return }
+        kill(pid, SIGKILL)
+        _ = try? await eventually(timeout: .seconds(5)) { Self.hasExited(pid) }
     }
 }

@@ -17,7 +17,8 @@ import Testing
     )
 
     @Test func kindsUseGoTruesNames() {
-        #expect(MailTemplateKind.allCases.map(\.rawValue) == ["confirmation", "magic_link", "recovery", "email_change", "reauthentication", "invite"])
+        #expect(
+            MailTemplateKind.allCases.map(\.rawValue) == ["confirmation", "magic_link", "recovery", "email_change", "reauthentication", "invite"])
         #expect(MailTemplateKind(rawValue: "magic_link") == .magicLink)
     }
 

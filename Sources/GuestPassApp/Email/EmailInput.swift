@@ -86,24 +86,36 @@ enum EmailInput {
         }
     }
 
-    /// The PKCE challenge of a request that mails a code, or nil (implicit flow).
+    /// The PKCE challenge of a request that mails a code, or nil (implicit flow). Both fields or neither, as GoTrue.
     static func pkce(_ body: [String: JSONValue]) throws -> PKCEChallenge? {
-        let challenge = body["code_challenge"]
-        guard let challenge, challenge != .null else { return nil }
-        guard let text = challenge.stringValue, (43...128).contains(text.utf8.count),
-            text.utf8.allSatisfy({ $0.isVerifierCharacter })
+        let challenge = body["code_challenge"].flatMap { $0 == .null ? nil : $0 }
+        let method = body["code_challenge_method"].flatMap { $0 == .null ? nil : $0 }
+        guard challenge != nil || method != nil else { return nil }
+        guard let challenge, let method else {
+            throw APIError.validation("PKCE flow requires code_challenge_method and code_challenge")
+        }
+        guard let text = challenge.stringValue, (43...128).contains(text.utf8.count), text.utf8.allSatisfy({ $0.isVerifierCharacter })
         else { throw APIError.validation("code_challenge must be 43 to 128 characters of A-Z a-z 0-9 . _ ~ -") }
-        let method = body["code_challenge_method"]?.stringValue?.lowercased() ?? "plain"
-        guard method == "s256" || method == "plain" else { throw APIError.validation("code_challenge_method must be s256 or plain") }
-        return PKCEChallenge(challenge: text, method: method)
+        guard let name = method.stringValue?.lowercased(), name == "s256" || name == "plain" else {
+            throw APIError.validation("code_challenge_method must be s256 or plain")
+        }
+        return PKCEChallenge(challenge: text, method: name)
     }
 
-    /// `redirect_to` of the query (at most 2048 characters); the database keeps it only when the app allows it.
+    /// `redirect_to` of the query (the router has decoded it once): at most 2048 characters, no control character (a
+    /// NUL would be cut short by PostgreSQL's text); the database keeps it only when the app allows it.
     static func redirectTo(_ request: Request) throws -> String? {
-        guard let value = request.uri.queryParameters["redirect_to"].map(String.init), !value.isEmpty else { return nil }
-        let decoded = value.removingPercentEncoding ?? value
-        guard decoded.utf8.count <= 2048 else { throw APIError.validation("redirect_to is longer than 2048 characters") }
-        return decoded
+        guard let value = try self.queryValue(request, "redirect_to", limit: 2048) else { return nil }
+        return value
+    }
+
+    /// The query parameter `name`, nil when absent or empty: at most `limit` bytes and no control character, else 400.
+    static func queryValue(_ request: Request, _ name: String, limit: Int) throws -> String? {
+        guard let value = request.uri.queryParameters[Substring(name)].map(String.init), !value.isEmpty else { return nil }
+        guard value.utf8.count <= limit, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError.validation("\(name) must be at most \(limit) bytes without control characters")
+        }
+        return value
     }
 
     /// An optional JSON object (`data`, `options.data`).

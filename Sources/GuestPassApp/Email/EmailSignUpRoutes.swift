@@ -180,15 +180,19 @@ extension AuthRoutes {
 struct EmptyObject: ResponseEncodable {}
 
 /// GoTrue's answer to a sign-up with a confirmed address when confirmations are on: a user that does not exist (a
-/// random id, no identities, the request's data), so the answer does not tell that the address has an account.
+/// random id, no identities, the request's data), so the answer does not tell that the address has an account beyond
+/// what GoTrue's tells (`identities` empty). Its other fields look like a real pending user's: `confirmation_sent_at`
+/// equal to `created_at` (one transaction's time), to the microsecond, and the app_metadata a new account gets.
 struct FabricatedUser: ResponseEncodable {
     let id = UUID().lowercasedString
     let aud: String
-    let role = ""
+    let role = "authenticated"
     let email: String
     let phone = ""
     let confirmation_sent_at: String
-    let app_metadata: JSONValue = .object(["provider": .string("email"), "providers": .array([.string("email")])])
+    let app_metadata: JSONValue = .object([
+        "needs_account_setup": .bool(true), "provider": .string("email"), "providers": .array([.string("email")]),
+    ])
     let user_metadata: JSONValue
     let identities: [JSONValue] = []
     let created_at: String
@@ -196,12 +200,12 @@ struct FabricatedUser: ResponseEncodable {
     let is_anonymous = false
 
     init(email: String, data: [String: JSONValue], audience: String) {
-        let now = RFC3339.format(Date())
+        let now = Date()
         self.aud = audience
         self.email = email
         self.user_metadata = .object(data)
-        self.confirmation_sent_at = now
-        self.created_at = now
-        self.updated_at = now
+        self.created_at = RFC3339.format(now)
+        self.confirmation_sent_at = self.created_at
+        self.updated_at = self.created_at
     }
 }

@@ -19,6 +19,9 @@ extension AuthRoutes {
         if ["sms", "phone_change"].contains(type) {
             throw APIError(.badRequest, code: GoTrueCode.providerDisabled, message: "Phone logins are disabled")
         }
+        guard Self.verifyTypes.contains(type) else {
+            throw APIError.validation("type must be signup, invite, magiclink, recovery, email_change or email")
+        }
         let hasToken = body["token"] != nil && body["token"] != .null
         let hasHash = body["token_hash"] != nil && body["token_hash"] != .null
         guard hasToken != hasHash else { throw APIError.validation("Verify requires either a token or a token hash") }
@@ -57,16 +60,21 @@ extension AuthRoutes {
         }
     }
 
+    /// The `/verify` types of email codes (`guestpass.email_code_purposes`).
+    static let verifyTypes: Set<String> = ["signup", "invite", "magiclink", "recovery", "email_change", "email"]
+
     // MARK: GET /auth/v1/verify?token=…&type=…&redirect_to=…&app=…
 
     /// The mailed link. Opened in a browser, it carries no API key: its `app` names the app (a wrong one finds no link).
     /// Answers 303 to `redirect_to` (when the app allows it, else its site URL): the session in the fragment, or under
     /// PKCE `?code=`; a refused link `#error=access_denied&error_code=otp_expired…`.
     func verifyLink(_ request: Request, _ context: AppRequestContext) async throws -> Response {
-        let query = request.uri.queryParameters
-        guard let token = query["token"].map(String.init), !token.isEmpty, token.utf8.count <= 128,
-            let type = query["type"].map(String.init), let app = query["app"].flatMap({ UUID(uuidString: String($0)) })
+        guard let token = try EmailInput.queryValue(request, "token", limit: 128), let type = try EmailInput.queryValue(request, "type", limit: 32),
+            let app = try EmailInput.queryValue(request, "app", limit: 36).flatMap(UUID.init(uuidString:))
         else { throw APIError.validation("token, type and app are required") }
+        guard Self.verifyTypes.contains(type) else {
+            throw APIError.validation("type must be signup, invite, magiclink, recovery, email_change or email")
+        }
         let redirectTo = try EmailInput.redirectTo(request)
         let identity = RequestIdentity.apiKey(
             .anon, app: app, clientAddress: request.clientIP(context: context, trustedHeader: self.configuration.trustedProxyHeader))

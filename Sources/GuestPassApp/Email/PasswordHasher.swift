@@ -6,13 +6,14 @@ import NIOPosix
 
 /// Password hashing (scrypt, `PasswordHash`) off the event loops and the task executor, on a pool of its own.
 ///
-/// One scrypt costs about 32 MiB and tens of milliseconds of one core (`PasswordHashParameters.standard`). The pool runs
-/// at most one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB and leaves the event loops
-/// and the database calls of other routes their share; at most `maxWaiting` more wait their turn, and past that a
-/// request is refused at once with 503 and `Retry-After` (before anything was written: safe to retry).
+/// One scrypt costs 32 MiB and about 100 ms of one core here (`PasswordHashParameters.standard`). The pool runs at most
+/// half the cores' worth of hashes at once (one on a two-core machine), so a flood of sign-ins uses at most that many
+/// × 32 MiB and leaves the other cores to the event loops and the other routes (`bench/email.sh`: `get_quota`'s p99
+/// during a flood against idle); at most `maxWaiting` more wait their turn, and past that a request is refused at once
+/// with 503 and `Retry-After` (before anything was written: safe to retry).
 final class PasswordHasher: Sendable {
-    /// The one pool of the process: threads as many as cores.
-    static let shared = PasswordHasher(threads: System.coreCount, maxWaiting: 64 * System.coreCount)
+    /// The one pool of the process: half as many threads as cores (at least one).
+    static let shared = PasswordHasher(threads: max(1, System.coreCount / 2), maxWaiting: 64 * System.coreCount)
 
     private let pool: NIOThreadPool
     private let pending = NIOLockedValueBox(0)

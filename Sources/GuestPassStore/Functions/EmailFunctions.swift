@@ -15,6 +15,14 @@ public struct EmailSettings: Sendable {
     /// Character sets of which a password must hold one character each.
     public let passwordRequiredCharacters: [String]
 
+    public init(enabled: Bool, autoconfirm: Bool, otpLength: Int, passwordMinLength: Int, passwordRequiredCharacters: [String]) {
+        self.enabled = enabled
+        self.autoconfirm = autoconfirm
+        self.otpLength = otpLength
+        self.passwordMinLength = passwordMinLength
+        self.passwordRequiredCharacters = passwordRequiredCharacters
+    }
+
     init(row: PostgresRow) throws {
         self.enabled = try row.decode(Bool.self, "enabled")
         self.autoconfirm = try row.decode(Bool.self, "autoconfirm")

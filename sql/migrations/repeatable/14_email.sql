@@ -95,13 +95,13 @@ create or replace function guestpass.user_email_state(p_user uuid)
     language sql stable set search_path = '' as $$
     select coalesce((
         select jsonb_strip_nulls(jsonb_build_object(
-            'email_confirmed_at', guestpass.iso_utc(c.email_confirmed_at),
-            'confirmed_at', guestpass.iso_utc(c.email_confirmed_at),
+            'email_confirmed_at', to_char(timezone('UTC', c.email_confirmed_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'confirmed_at', to_char(timezone('UTC', c.email_confirmed_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
             'new_email', c.new_email,
-            'confirmation_sent_at', guestpass.iso_utc(c.confirmation_sent_at),
-            'recovery_sent_at', guestpass.iso_utc(c.recovery_sent_at),
-            'email_change_sent_at', guestpass.iso_utc(c.email_change_sent_at),
-            'reauthentication_sent_at', guestpass.iso_utc(c.reauthentication_sent_at)
+            'confirmation_sent_at', to_char(timezone('UTC', c.confirmation_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'recovery_sent_at', to_char(timezone('UTC', c.recovery_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'email_change_sent_at', to_char(timezone('UTC', c.email_change_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'reauthentication_sent_at', to_char(timezone('UTC', c.reauthentication_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
         ))
         from guestpass.email_credentials as c
         where c.user_id = p_user
@@ -109,7 +109,8 @@ create or replace function guestpass.user_email_state(p_user uuid)
 $$;
 
 comment on function guestpass.user_email_state(uuid) is
-    'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps (absent '
+    'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps to the '
+    'microsecond, as the server writes every other (absent '
     'when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, '
     'email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
 
@@ -766,7 +767,7 @@ begin
             -- A wrong guess counts against every live code it could have matched; the fifth kills them.
             update guestpass.email_codes as c set failed_attempts = c.failed_attempts + 1
             where c.app_id = v_app and c.address = v_address and c.purpose = any (v_purposes)
-              and c.used_at is null and c.expires_at > v_now;
+              and c.used_at is null and c.expires_at > v_now and c.failed_attempts < 5;
             return query select * from guestpass.email_answer('otp_expired', null);
             return;
         end if;
