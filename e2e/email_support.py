@@ -67,6 +67,7 @@ EMAIL_SERVER_ENV = {
     "GUESTPASS_EMAIL_SENDS_PER_IP": "100000",
     "GUESTPASS_EMAIL_VERIFIES_PER_IP": "100000",
     "GUESTPASS_PASSWORD_SIGNINS_PER_IP": "100000",
+    "GUESTPASS_SHUTDOWN_DRAIN_MS": "0",  # servers come and go in the delivery tests: no readiness drain
 }
 
 

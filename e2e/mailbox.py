@@ -48,7 +48,8 @@ class Mailbox:
                 data = file.read()
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in data.splitlines() if line.strip()]
+        # Only whole lines: the catcher appends each line in one write, a reader may catch one half written.
+        return [json.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]
 
     def last_seq(self):
         """The number of the newest message, 0 when there is none: pass it as after_seq to wait for the next one."""

@@ -679,3 +679,33 @@ def test_without_the_version_header_errors_still_carry_a_string_code(server, app
                          version=False)
     body = assert_gotrue_error(response, 400, "validation_failed", echoed=False)
     assert "x-supabase-api-version" not in response.headers and isinstance(body["code"], str)
+
+
+def test_a_device_secret_in_sign_up_data_is_never_stored_answered_or_signed(server, app, email_database, mail_catcher,
+                                                                            http):
+    """README: the device id is a secret, only its SHA-256 is stored, and it never appears in tokens, responses or
+    logs. An app that sends its usual `data: {device_id}` with an email sign-up (or a code request) must not get it
+    copied into user_metadata: it would be answered, stored in the clear and signed into every access token."""
+    from conftest import new_device_secret  # noqa: PLC0415
+
+    secret = new_device_secret()
+    address = new_address("device-data")
+    seq = mail_catcher.last_seq()
+    response = auth_call(http, server, app, "POST", "signup",
+                         {"email": address, "password": new_password(), "data": {"device_id": secret, "nick": "x"}})
+    if response.status_code != 200:
+        assert_gotrue_error(response, 400)  # refusing it is fine too
+        return
+    assert secret not in response.text, "answered"
+    _, code, _ = mailed(mail_catcher, address, seq)
+    verified = verify(http, server, app, address, code)
+    assert secret not in verified.text, "answered with the session"
+    assert secret not in json.dumps(claims(verified.json()["access_token"])), "signed into the access token"
+    stored = sql(email_database, f"select user_metadata::text from public.users where email = {quoted(address)}")
+    assert secret not in stored, "stored in the clear"
+
+    other = new_address("device-otp")
+    sent = auth_call(http, server, app, "POST", "otp", {"email": other, "data": {"device_id": secret}})
+    assert sent.status_code in (200, 400), sent.text
+    stored = sql(email_database, f"select coalesce(user_metadata::text, '') from public.users where email = {quoted(other)}")
+    assert secret not in stored, "stored in the clear by /otp"

@@ -45,7 +45,7 @@ from support import create_app  # noqa: E402
 
 pytest_plugins = ("email_support",)
 
-GRACE = 2.0  # seconds a second delivery would have had to show up (the senders poll every 250 ms when idle)
+GRACE = 1.0  # seconds a second delivery would have had to show up (the senders poll every 250 ms when idle)
 
 
 @pytest.fixture(scope="module")

@@ -31,11 +31,13 @@ public func buildApplication(
         pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger),
         RealtimeChangeFeed(services: realtime, logger: logger),
     ]
+    PasswordHasher.warmUp
     let publicURL = NIOLockedValueBox(configuration.publicURL ?? "http://\(configuration.host):\(configuration.port)")
     if configuration.mailSender {
         services.append(
             MailSender(
-                outbox: MailOutbox(pool: pool), client: MailSender.sharedClient, codes: EmailCodeIssuer(refreshTokenKey: tokens.configuration.refreshTokenKey),
+                outbox: MailOutbox(pool: pool), client: MailSender.sharedClient,
+                codes: EmailCodeIssuer(refreshTokenKey: tokens.configuration.refreshTokenKey),
                 passwords: SMTPPasswordSealer(refreshTokenKey: tokens.configuration.refreshTokenKey), publicURL: { publicURL.withLockedValue { $0 } },
                 logger: logger
             ))

@@ -27,14 +27,18 @@ struct EmailOptions: ParsableArguments {
     @Option(help: "SMTP: the relay's port (default 587 with starttls, 465 with tls).") var smtpPort: Int?
     @Option(help: "SMTP: the user name for AUTH.") var smtpUser: String?
     @Option(
-        help: "SMTP: the password for AUTH, sealed before it is stored; needs the server's environment (GUESTPASS_JWT_SIGNING_KEY_FILE, GUESTPASS_REFRESH_TOKEN_SECRET).")
+        help:
+            "SMTP: the password for AUTH, sealed before it is stored; needs the server's environment (GUESTPASS_JWT_SIGNING_KEY_FILE, GUESTPASS_REFRESH_TOKEN_SECRET)."
+    )
     var smtpPassword: String?
     @Option(help: "SMTP: starttls (required; default), tls (implicit, port 465) or plain (loopback hosts only).") var smtpSecurity: String?
     @Option(help: "SMTP: the sender address (From).") var smtpSender: String?
     @Option(help: "SMTP: the sender's display name.") var smtpSenderName: String?
     @Option(help: "SMTP: a CA file (PEM) the server trusts for a private relay.") var smtpCaFile: String?
     @Option(
-        help: "Email: a JSON file of templates by kind (confirmation, magic_link, recovery, email_change, reauthentication), each {subject, text, html?} in Mustache.")
+        help:
+            "Email: a JSON file of templates by kind (confirmation, magic_link, recovery, email_change, reauthentication), each {subject, text, html?} in Mustache."
+    )
     var emailTemplates: String?
 
     func validate() throws {

@@ -128,7 +128,9 @@ final class MailCatcher: Sendable {
     func entries() throws -> [CatcherEntry] {
         let path = self.directory.appendingPathComponent("box/index.jsonl")
         guard let data = FileManager.default.contents(atPath: path.path) else { return [] }
-        return try data.split(separator: UInt8(ascii: "\n")).map { try JSONDecoder().decode(CatcherEntry.self, from: Data($0)) }
+        // Only whole lines: the catcher appends each in one write, and a half-written last line has no newline yet.
+        let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
+        return try lines.filter { !$0.isEmpty }.map { try JSONDecoder().decode(CatcherEntry.self, from: Data($0)) }
     }
 
     /// The index lines once there are at least `count` (or what there is after `timeout`).

@@ -96,7 +96,8 @@ extension AuthRoutes {
             user.authenticationMethod = outcome.authenticationMethod
             let access = try self.tokens.issueAccessToken(for: user)
             return Self.redirect(
-                target, fragment: [
+                target,
+                fragment: [
                     ("access_token", access.token), ("expires_at", "\(access.expiresAt)"),
                     ("expires_in", "\(self.configuration.accessTokenLifetime)"), ("refresh_token", refreshToken), ("token_type", "bearer"),
                     ("type", type), ("sb", ""),
@@ -105,7 +106,8 @@ extension AuthRoutes {
             return Self.redirect(target, query: [("code", authCode)])
         case .partial:
             return Self.redirect(
-                target, fragment: [
+                target,
+                fragment: [
                     ("message", "Confirmation link accepted. Please proceed to confirm link sent to the other email"), ("sb", ""),
                 ])
         default:

@@ -55,7 +55,8 @@ struct MailSender: Service {
                     try? await Task.sleep(for: claimed == 0 ? self.idleInterval : .milliseconds(10))
                 }
             }
-        } onGracefulShutdown: {}
+        } onGracefulShutdown: {
+        }
     }
 
     /// Sends `batch`, at most `concurrency` at once, recording each outcome.
@@ -111,10 +112,11 @@ struct MailSender: Service {
         var link = ""
         if let type = mail.verifyType {
             var components = URLComponents(string: self.publicURL() + "/auth/v1/verify")
-            components?.queryItems = [
-                URLQueryItem(name: "token", value: secrets.link), URLQueryItem(name: "type", value: type),
-                URLQueryItem(name: "app", value: mail.appID.lowercasedString),
-            ] + (mail.redirectTo.map { [URLQueryItem(name: "redirect_to", value: $0)] } ?? [])
+            components?.queryItems =
+                [
+                    URLQueryItem(name: "token", value: secrets.link), URLQueryItem(name: "type", value: type),
+                    URLQueryItem(name: "app", value: mail.appID.lowercasedString),
+                ] + (mail.redirectTo.map { [URLQueryItem(name: "redirect_to", value: $0)] } ?? [])
             link = components?.string ?? ""
         }
         let variables = MailTemplateVariables(

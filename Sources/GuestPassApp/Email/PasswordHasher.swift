@@ -25,6 +25,12 @@ final class PasswordHasher: Sendable {
         self.capacity = max(1, threads) + maxWaiting
     }
 
+    /// Computes the dummy hash once, in the background, so the first sign-in with an unknown address takes no longer
+    /// than any other (`PasswordHash.verifyDummy` makes its hash on first use). Once per process.
+    static let warmUp: Void = {
+        PasswordHasher.shared.pool.submit { _ in PasswordHash.verifyDummy([]) }
+    }()
+
     /// The scrypt string of `password`.
     func hash(_ password: String) async throws -> String {
         try await self.run { try PasswordHash.hash(Array(password.utf8)) }

@@ -76,13 +76,22 @@ public struct ClientBucket: Sendable {
 public struct EmailOutcome: Sendable {
     /// The statuses the email functions answer, by their SQL spelling.
     public enum Status: String, Sendable {
-        case signedIn = "signed_in", verified, pkce, pending, confirmed, unchanged, partial, updated, sent, silent
-        case exists, userAlreadyExists = "user_already_exists", emailExists = "email_exists"
-        case emailProviderDisabled = "email_provider_disabled", otpDisabled = "otp_disabled"
-        case overEmailSendRateLimit = "over_email_send_rate_limit", otpExpired = "otp_expired"
-        case invalidCredentials = "invalid_credentials", sessionNotFound = "session_not_found", noAddress = "no_address"
-        case reauthenticationNeeded = "reauthentication_needed", reauthenticationNotValid = "reauthentication_not_valid"
-        case emailNotConfirmed = "email_not_confirmed", flowStateNotFound = "flow_state_not_found"
+        case signedIn = "signed_in"
+        case verified, pkce, pending, confirmed, unchanged, partial, updated, sent, silent
+        case exists
+        case userAlreadyExists = "user_already_exists"
+        case emailExists = "email_exists"
+        case emailProviderDisabled = "email_provider_disabled"
+        case otpDisabled = "otp_disabled"
+        case overEmailSendRateLimit = "over_email_send_rate_limit"
+        case otpExpired = "otp_expired"
+        case invalidCredentials = "invalid_credentials"
+        case sessionNotFound = "session_not_found"
+        case noAddress = "no_address"
+        case reauthenticationNeeded = "reauthentication_needed"
+        case reauthenticationNotValid = "reauthentication_not_valid"
+        case emailNotConfirmed = "email_not_confirmed"
+        case flowStateNotFound = "flow_state_not_found"
         case badCodeVerifier = "bad_code_verifier"
     }
 
