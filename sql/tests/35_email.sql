@@ -2,7 +2,7 @@
 -- 15_mail_outbox.sql). The server's part (drawing codes, the HMAC, sealing the payload) is stood in for by fixed
 -- hashes: a "code hash" here is the hex SHA-256 of a label. Fixtures: apps X and Y (lib/fixtures.sql).
 begin;
-select plan(33);
+select plan(37);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -124,7 +124,26 @@ select guestpass_server.mail_failed(id, 'relay down', false, 10) from guestpass.
 select ok((select failed_at is null and payload is not null and next_attempt_at > now()
     from guestpass.mail_outbox where app_id = '00000000-0000-4000-8000-0000000000f2'), 'a transient failure is retried later');
 
--- 7. The walls: no request role reads the email tables.
+-- 7. Sign in with Apple and a confirmed address: a new account unless the app links them, never on an unconfirmed one.
+select from pg_temp.as_anon();
+select is((select status || ' ' || (user_id <> '00000000-0000-4000-8000-0000000000a1')::text
+    from guestpass_server.sign_in_with_identity('apple', 'apple-1', 'guest@example.com', false, false, 'pgtap', '', gen_random_uuid(),
+        pg_temp.h('code1'))), 'created true', 'an Apple id with a confirmed address of the app is a new account by default');
+reset role;
+update guestpass.apps set email_link_apple = true where id = '00000000-0000-4000-8000-0000000000f1';
+select from pg_temp.as_anon();
+select is((select status || ' ' || user_id::text
+    from guestpass_server.sign_in_with_identity('apple', 'apple-2', 'Guest@Example.com', false, false, 'pgtap', '', gen_random_uuid(),
+        pg_temp.h('code2'))), 'signed_in 00000000-0000-4000-8000-0000000000a1',
+    'with email_link_apple it signs in to the account whose confirmed address it is');
+select is((select status from guestpass_server.email_sign_up('pending@example.com', '$scrypt$ln=15,r=8,p=1$c2FsdA$aGFzaA', '{}',
+    pg_temp.h('code4'), pg_temp.h('link4'), pg_temp.payload(), null, null, null, gen_random_uuid(), pg_temp.h('refresh1'), 'pgtap',
+    100, 1)), 'pending', 'an unconfirmed sign-up holds pending@example.com');
+select is((select status from guestpass_server.sign_in_with_identity('apple', 'apple-3', 'pending@example.com', false, false,
+    'pgtap', '', gen_random_uuid(), pg_temp.h('code3'))), 'created', 'an unconfirmed address never links, even then');
+reset role;
+
+-- 8. The walls: no request role reads the email tables.
 select from pg_temp.as_user('00000000-0000-4000-8000-0000000000a1');
 select throws_ok('select * from guestpass.email_credentials', '42501', null, 'authenticated cannot read credentials');
 select throws_ok('select * from guestpass.mail_outbox', '42501', null, 'nor the outbox');
