@@ -18,7 +18,7 @@ def test_error_shape_on_other_failures(server, app, http):
     assert response.headers.get("x-supabase-api-version") == VERSION
     # An unsupported grant type.
     response = http.post(
-        server.url + "/auth/v1/token?grant_type=password", headers=api_headers(app, **versioned), json={}
+        server.url + "/auth/v1/token?grant_type=client_credentials", headers=api_headers(app, **versioned), json={}
     )
     assert_error(response, 400, "unsupported_grant_type")
     # A device secret that is not a random UUID.

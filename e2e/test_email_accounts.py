@@ -41,11 +41,13 @@ pytest_plugins = ("email_support",)
 
 @pytest.fixture()
 def server(email_server):
+    """Here `server` is the email files' server, on their own database (email_support explains why)."""
     return email_server
 
 
 @pytest.fixture()
 def app(email_app):
+    """This file's own app on that database, mailing through the session's catcher."""
     return email_app
 
 
@@ -287,7 +289,8 @@ def test_a_permanent_users_email_change_can_be_resent(server, app, email_databas
     assert outbox_count(email_database, address) == 1, "secure change is off: the old address got only its sign-up mail"
 
 
-def test_a_password_change_from_an_old_session_needs_a_reauthentication_nonce(server, email_database, mail_catcher):
+def test_a_password_change_from_an_old_session_needs_a_reauthentication_nonce(server, email_database, mail_catcher,
+                                                                             http):
     app = new_email_app(email_database, mail_catcher, "email-accounts-reauth", email_reauthenticate_password=True)
     address, password, user_id, _ = confirmed_account(server, app, mail_catcher)
     client = email_client(server, app)
@@ -315,6 +318,10 @@ def test_a_password_change_from_an_old_session_needs_a_reauthentication_nonce(se
     # Single use.
     assert_api_error(lambda: client.auth.update_user({"password": new_password(), "nonce": nonce}), 422,
                      "reauthentication_not_valid")
+    # On the wire: GET, and `{}` (supabase-py's AuthOtpResponse refuses non-null user or session keys).
+    allow_next_mail(email_database, address)
+    raw = auth_call(http, server, app, "GET", "reauthenticate", token=client.auth.get_session().access_token)
+    assert raw.status_code == 200 and raw.json() == {}, raw.text
 
 
 def test_a_secure_email_change_needs_both_addresses(server, email_database, mail_catcher, http):

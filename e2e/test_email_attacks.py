@@ -34,6 +34,7 @@ from email_support import (  # noqa: E402
     new_address,
     new_email_app,
     new_password,
+    on_server,
     open_link,
     outbox_count,
     query_of,
@@ -50,11 +51,13 @@ pytestmark = pytest.mark.attack
 
 @pytest.fixture()
 def server(email_server):
+    """Here `server` is the email files' server, on their own database (email_support explains why)."""
     return email_server
 
 
 @pytest.fixture()
 def app(email_app):
+    """This file's own app on that database, mailing through the session's catcher."""
     return email_app
 
 
@@ -709,3 +712,12 @@ def test_a_device_secret_in_sign_up_data_is_never_stored_answered_or_signed(serv
     assert sent.status_code in (200, 400), sent.text
     stored = sql(email_database, f"select coalesce(user_metadata::text, '') from public.users where email = {quoted(other)}")
     assert secret not in stored, "stored in the clear by /otp"
+
+
+def test_a_head_request_from_a_link_scanner_does_not_spend_the_link(server, app, mail_catcher, http):
+    address, _, user_id, _, _, link = signed_up(server, app, mail_catcher)
+    for method in ("HEAD", "OPTIONS"):
+        probe = http.request(method, on_server(link, server), follow_redirects=False)
+        assert probe.status_code != 303 and "access_token" not in probe.headers.get("location", ""), method
+    opened = open_link(http, server, link)
+    assert claims(fragment_of(opened.headers["location"])["access_token"])["sub"] == user_id

@@ -3,7 +3,8 @@
 A server killed (-9) while it holds a mail's lease, mid-send to a relay that never answers: after the restart the mail
 arrives exactly once. The relay down: the request still answers at once and the mail goes when the relay is back. A
 transient refusal (451) is retried and the mail arrives once. A request that fails after queueing a mail sends
-nothing. Two servers on one database deliver each mail once.
+nothing. Two servers on one database deliver each mail once; a server with its sender off leaves delivery to the
+others; links point at GUESTPASS_PUBLIC_URL; a relay whose certificate the app does not trust gets nothing.
 
 On a database of this module's own: only the servers started here send mail, so which one holds a lease is known.
 Backoffs and leases are aged in the outbox instead of waited for.
@@ -242,3 +243,22 @@ def test_a_server_with_the_sender_off_leaves_delivery_to_the_others(delivery_db,
     servers.start("email-delivery-sender-on")
     mailed(catcher, address)
     assert_delivered_once(catcher, delivery_db, address)
+
+
+def test_a_relay_whose_certificate_is_not_trusted_gets_no_mail(delivery_db, servers, catcher):
+    """The relay's certificate is checked: without the CA file that signed it (a self-signed one here), the mail is
+    not handed over (and the code it carries stays with the server)."""
+    app = create_app(delivery_db, "delivery-untrusted")
+    options = smtp_options(catcher.port, catcher.cert)
+    del options["smtp_ca_file"]
+    configure_app(delivery_db, app, **options)
+    server = servers.start("email-delivery-untrusted")
+    address = new_address("untrusted")
+    email_client(server, app).auth.sign_in_with_otp({"email": address})
+    wait_until(lambda: (outbox_rows(delivery_db, address) or [{}])[0].get("last_error") is not None,
+               what="a failed attempt")
+    time.sleep(GRACE)
+    assert catcher.count_to(address) == 0
+    rows = outbox_rows(delivery_db, address)
+    assert rows[0]["sent_at"] is None, rows
+    assert SMTP_PASSWORD not in (rows[0]["last_error"] or "")

@@ -51,11 +51,13 @@ USER_TIMESTAMPS = ("created_at", "updated_at", "email_confirmed_at", "confirmed_
 
 @pytest.fixture()
 def server(email_server):
+    """Here `server` is the email files' server, on their own database (email_support explains why)."""
     return email_server
 
 
 @pytest.fixture()
 def app(email_app):
+    """This file's own app on that database, mailing through the session's catcher."""
     return email_app
 
 
@@ -218,6 +220,7 @@ def test_the_mailed_link_upgrades_the_guest(flow, server, app, mail_catcher, htt
         token = claims(fragment["access_token"])
         assert token["sub"] == guest.user.id and token["is_anonymous"] is False and token["email"] == address
         assert [a["method"] for a in token["amr"]] == ["email_change"]
+        assert token["device_id"] == claims(guest.session.access_token)["device_id"], "the guest's device goes on"
         # The fragment's refresh token is a working session of the same user.
         refreshed = refresh(http, server, app, fragment["refresh_token"])
         assert refreshed.status_code == 200 and refreshed.json()["user"]["id"] == guest.user.id, refreshed.text
@@ -230,6 +233,7 @@ def test_the_mailed_link_upgrades_the_guest(flow, server, app, mail_catcher, htt
         assert exchanged.user.id == guest.user.id and exchanged.user.is_anonymous is False
         assert exchanged.user.email == address
         assert [a["method"] for a in claims(exchanged.session.access_token)["amr"]] == ["email_change"]
+        assert claims(exchanged.session.access_token)["device_id"] == claims(guest.session.access_token)["device_id"]
         # An authorization code is single use.
         again = auth_call(http, server, app, "POST", "token", {"auth_code": auth_code, "code_verifier": "v" * 43},
                           query={"grant_type": "pkce"})

@@ -22,6 +22,15 @@ def test_the_audit_finds_a_planted_secret(tmp_path):
     (tmp_path / "server.log").write_text(clean + "\n")
     assert audit(tmp_path, {secret}, whole_suite=False) == []
     (tmp_path / "server.log").write_text(clean + "\n" + clean.replace('"r"', '"' + secret + '"') + "\n")
-    assert audit(tmp_path, {secret}, whole_suite=False) == ["server.log:2: device secret"]
+    assert audit(tmp_path, {secret}, whole_suite=False) == [
+        "server.log:2: a secret the suite used (device secret, password, link token)"
+    ]
     (tmp_path / "other.log").write_text("apikey gp_pub_" + "a" * 64 + "\n")
     assert "other.log:1: API key" in audit(tmp_path, set(), whole_suite=False)
+    # A mailed code is found as a whole number, not inside a timestamp, a duration or an id that contains its digits.
+    (tmp_path / "other.log").unlink()
+    timestamps = clean.replace('"t"', '"2026-11-27T19:17:31.428571Z"').replace('"r"', '"ab428571cd"').replace(":1,", ":0.428571,")
+    (tmp_path / "server.log").write_text(timestamps + "\n")
+    assert audit(tmp_path, set(), whole_suite=False, codes={"428571"}) == []
+    (tmp_path / "server.log").write_text(timestamps + "\n" + clean.replace('"r"', '"code 428571"') + "\n")
+    assert audit(tmp_path, set(), whole_suite=False, codes={"428571"}) == ["server.log:2: a mailed one-time code"]

@@ -1027,19 +1027,19 @@ CREATE FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, 
 COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) IS 'GuestPass internal: a token bucket of capacity p_capacity refilled at p_refill_per_second that many transactions take from at once, spread over K = least(16, p_capacity / 8) shards (at least 1) so that they do not queue on one row lock until commit: shard k is the guestpass.rate_limits row <p_bucket>:<k>, holding p_capacity / K tokens (one more for the first p_capacity % K shards) refilled at p_refill_per_second / K. Tries one shard at random, then the fullest; with p_take takes a token (take_rate_limit), else only looks (peek_rate_limit). Returns 0, or the seconds until a shard holds a whole token again (at most K / p_refill_per_second). p_capacity takes in a row succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
--- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+-- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) RETURNS void
+CREATE FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 709fb9e80c430ea8 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 52f3c945b56fd979 $$;
 
 --
--- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid); Type: COMMENT; Schema: guestpass; Owner: -
+-- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) IS 'GuestPass internal: the live code of p_user for p_purpose, replacing any earlier one (which stops working), expiring after the app''s email_otp_lifetime_seconds; with a PKCE challenge its link answers an authorization code.';
+COMMENT ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text) IS 'GuestPass internal: the live code of p_user for p_purpose, replacing any earlier one (which stops working), expiring after the app''s email_otp_lifetime_seconds; with a PKCE challenge its link answers an authorization code; p_password_hash: the password a sign-up came with, the account''s once this code confirms it.';
 
 --
 -- Name: take_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1092,13 +1092,13 @@ COMMENT ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address te
 CREATE FUNCTION guestpass.user_email_state(p_user uuid) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 5b9e3ee27a8f3969 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 abc2c5b7bc8c4bfe $$;
 
 --
 -- Name: FUNCTION user_email_state(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps (absent when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
+COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps to the microsecond, as the server writes every other (absent when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
 
 --
 -- Name: user_identities(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1106,13 +1106,13 @@ COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass intern
 
 CREATE FUNCTION guestpass.user_identities(p_user uuid) RETURNS jsonb
     LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 b630b0c715ad1375 $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 b1bde225a6f07b6a $$;
 
 --
 -- Name: FUNCTION user_identities(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at), oldest first; [] for none.';
+COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at: UTC with T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none.';
 
 --
 -- Name: user_references(text[]); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1299,7 +1299,7 @@ COMMENT ON FUNCTION guestpass_server.email_change_request(p_email text, p_passwo
 CREATE FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(user_id uuid, password_hash text, confirmed boolean, enabled boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 a9f796a5c20b1321 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 57df1fdae7599230 $$;
 
 --
 -- Name: FUNCTION email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1359,7 +1359,7 @@ COMMENT ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_li
 CREATE FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 aba00186e9e0da7a $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2326de582b2ba8fb $$;
 
 --
 -- Name: FUNCTION email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1389,7 +1389,7 @@ COMMENT ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_
 CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 3ed19025aeac5b36 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7e2b944fe3e3d78d $$;
 
 --
 -- Name: FUNCTION email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1404,7 +1404,7 @@ COMMENT ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash
 CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 0ac9b48b31925392 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 de1caa66bba93b4c $$;
 
 --
 -- Name: FUNCTION email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -2628,6 +2628,7 @@ CREATE TABLE guestpass.email_codes (
     code_challenge_method text,
     redirect_to text,
     device_id uuid,
+    password_hash text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     failed_attempts integer DEFAULT 0 NOT NULL,
@@ -2637,6 +2638,7 @@ CREATE TABLE guestpass.email_codes (
     CONSTRAINT email_codes_code_hash_check CHECK (((octet_length(code_hash) = 64) AND (code_hash !~ '[^0-9a-f]'::text))),
     CONSTRAINT email_codes_failed_attempts_check CHECK ((failed_attempts >= 0)),
     CONSTRAINT email_codes_link_hash_check CHECK (((octet_length(link_hash) = 64) AND (link_hash !~ '[^0-9a-f]'::text))),
+    CONSTRAINT email_codes_password_hash_check CHECK (((password_hash ~ '^\$(scrypt\$|2[aby]\$)'::text) AND (octet_length(password_hash) <= 512))),
     CONSTRAINT email_codes_purpose_check CHECK ((purpose = ANY (ARRAY['signup'::text, 'magiclink'::text, 'recovery'::text, 'email_change_new'::text, 'email_change_current'::text, 'reauthentication'::text]))),
     CONSTRAINT email_codes_redirect_to_check CHECK ((char_length(redirect_to) <= 2048))
 );
@@ -2647,7 +2649,7 @@ ALTER TABLE ONLY guestpass.email_codes FORCE ROW LEVEL SECURITY;
 -- Name: TABLE email_codes; Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON TABLE guestpass.email_codes IS 'GuestPass: the live one-time code of each user and purpose: code_hash = HMAC-SHA256 (server key) of app, address and code; link_hash = SHA-256 of the link token mailed with it. Single use (used_at), expires, and dead after 5 wrong tries (failed_attempts). A PKCE challenge turns its link into an authorization code.';
+COMMENT ON TABLE guestpass.email_codes IS 'GuestPass: the live one-time code of each user and purpose: code_hash = HMAC-SHA256 (server key) of app, address and code; link_hash = SHA-256 of the link token mailed with it. Single use (used_at), expires, and dead after 5 wrong tries (failed_attempts). A PKCE challenge turns its link into an authorization code. password_hash: the password a sign-up came with, which becomes the account''s only when this code confirms it (so a password set by someone who never read the mail does not survive the owner''s confirmation).';
 
 --
 -- Name: email_credentials; Type: TABLE; Schema: guestpass; Owner: -
@@ -4406,10 +4408,10 @@ REVOKE ALL ON FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity inte
 REVOKE ALL ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) FROM PUBLIC;
 
 --
--- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid); Type: ACL; Schema: guestpass; Owner: -
+-- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text); Type: ACL; Schema: guestpass; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION guestpass.store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION take_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -

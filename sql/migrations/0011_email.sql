@@ -129,6 +129,7 @@ create table guestpass.email_codes (
     code_challenge_method text,
     redirect_to text,
     device_id uuid,
+    password_hash text,
     created_at timestamptz not null default now(),
     expires_at timestamptz not null,
     failed_attempts integer not null default 0,
@@ -148,12 +149,17 @@ create table guestpass.email_codes (
         or (code_challenge ~ '^[A-Za-z0-9._~-]{43,128}$' and code_challenge_method in ('s256', 'plain'))
     ),
     constraint email_codes_redirect_to_check check (char_length(redirect_to) <= 2048),
+    constraint email_codes_password_hash_check check (
+        password_hash ~ '^\$(scrypt\$|2[aby]\$)' and octet_length(password_hash) <= 512
+    ),
     constraint email_codes_failed_attempts_check check (failed_attempts >= 0)
 );
 comment on table guestpass.email_codes is
     'GuestPass: the live one-time code of each user and purpose: code_hash = HMAC-SHA256 (server key) of app, address '
     'and code; link_hash = SHA-256 of the link token mailed with it. Single use (used_at), expires, and dead after 5 '
-    'wrong tries (failed_attempts). A PKCE challenge turns its link into an authorization code.';
+    'wrong tries (failed_attempts). A PKCE challenge turns its link into an authorization code. password_hash: the '
+    'password a sign-up came with, which becomes the account''s only when this code confirms it (so a password set by '
+    'someone who never read the mail does not survive the owner''s confirmation).';
 create index email_codes_app_address_idx on guestpass.email_codes (app_id, address);
 
 -- PKCE authorization codes (a verified link under PKCE answers ?code=…; POST /token?grant_type=pkce trades it).

@@ -123,3 +123,10 @@ extension SignUpLimits {
         )
     }
 }
+
+// The signing key and the refresh-token key never reach a log, however a value holding them is printed.
+extension AuthConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "AuthConfiguration(issuer: \(self.issuer), audience: \(self.audience))" }
+    public var debugDescription: String { self.description }
+    public var customMirror: Mirror { Mirror(self, children: ["issuer": self.issuer, "audience": self.audience]) }
+}

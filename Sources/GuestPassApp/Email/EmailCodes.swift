@@ -72,3 +72,16 @@ public struct SMTPPasswordSealer: Sendable {
         AESGCM.open(box, key: self.key, associatedData: Array("smtp:\(app.lowercasedString)".utf8)).map { String(decoding: $0, as: UTF8.self) }
     }
 }
+
+// Keys never reach a log, however a value holding them is printed (`print`, `dump`, string interpolation).
+extension EmailCodeIssuer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    var description: String { "EmailCodeIssuer" }
+    var debugDescription: String { self.description }
+    var customMirror: Mirror { Mirror(self, children: []) }
+}
+
+extension SMTPPasswordSealer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String { "SMTPPasswordSealer" }
+    public var debugDescription: String { self.description }
+    public var customMirror: Mirror { Mirror(self, children: []) }
+}

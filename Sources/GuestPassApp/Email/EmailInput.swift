@@ -103,19 +103,27 @@ enum EmailInput {
     }
 
     /// `redirect_to` of the query (the router has decoded it once): at most 2048 characters, no control character (a
-    /// NUL would be cut short by PostgreSQL's text); the database keeps it only when the app allows it.
+    /// NUL would be cut short by libpq); the database keeps it only when the app allows it.
     static func redirectTo(_ request: Request) throws -> String? {
         guard let value = try self.queryValue(request, "redirect_to", limit: 2048) else { return nil }
         return value
     }
 
-    /// The query parameter `name`, nil when absent or empty: at most `limit` bytes and no control character, else 400.
+    /// The query parameter `name`, nil when absent or empty: at most `limit` characters (code points, as JSON Schema's
+    /// maxLength counts) and no control character, else 400.
     static func queryValue(_ request: Request, _ name: String, limit: Int) throws -> String? {
         guard let value = request.uri.queryParameters[Substring(name)].map(String.init), !value.isEmpty else { return nil }
-        guard value.utf8.count <= limit, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError.validation("\(name) must be at most \(limit) bytes without control characters")
+        guard value.unicodeScalars.count <= limit, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIError.validation("\(name) must be at most \(limit) characters without control characters")
         }
         return value
+    }
+
+    /// `data` without the keys a guest's sign-up reads as device facts and secrets (`device_id`, `device`,
+    /// `transfer_code`, `recovery_code`): an app sending its usual data with an email sign-up must not get a device
+    /// secret stored in the clear in user_metadata, answered, and signed into every access token.
+    static func withoutDeviceKeys(_ data: [String: JSONValue]) -> [String: JSONValue] {
+        data.filter { !["device_id", "device", "transfer_code", "recovery_code"].contains($0.key) }
     }
 
     /// An optional JSON object (`data`, `options.data`).

@@ -27,7 +27,7 @@ extension AuthRoutes {
         guard let password = try EmailInput.password(body), !password.isEmpty else {
             throw APIError.validation("Signup requires a valid password")
         }
-        let data = try EmailInput.object(body["data"], "data") ?? [:]
+        let data = EmailInput.withoutDeviceKeys(try EmailInput.object(body["data"], "data") ?? [:])
         let pkce = try EmailInput.pkce(body)
         let redirectTo = try EmailInput.redirectTo(request)
         let settings = try await self.emailSettings(caller)
@@ -71,7 +71,8 @@ extension AuthRoutes {
         default: throw APIError.validation("create_user must be a boolean")
         }
         return try await self.sendCode(
-            .otp, body, request, context, createUser: createUser, data: try EmailInput.object(body["data"], "data"))
+            .otp, body, request, context, createUser: createUser,
+            data: try EmailInput.object(body["data"], "data").map(EmailInput.withoutDeviceKeys))
     }
 
     /// `resetPasswordForEmail`: a recovery code; an unknown address answers the same.

@@ -16,7 +16,10 @@ import ServiceLifecycle
 /// failure, or the last of `maxAttempts`). When the queue is empty it looks again every `idleInterval`; a full batch is
 /// followed at once by the next. A mail whose lease runs out unrecorded (a crash mid-send) is sent again: delivery is
 /// at least once, exactly once unless the server dies between the relay's acceptance and the record.
-struct MailSender: Service {
+struct MailSender: Service, CustomStringConvertible {
+    /// What swift-service-lifecycle logs of it: the name, never its keys.
+    var description: String { "MailSender" }
+
     let outbox: MailOutbox
     let client: SMTPClient
     let codes: EmailCodeIssuer

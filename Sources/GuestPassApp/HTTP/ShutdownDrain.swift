@@ -16,7 +16,10 @@ public final class ReadinessGate: Sendable {
 /// Runs until graceful shutdown (SIGTERM) begins, then marks the gate draining and waits `drain` before returning. Put
 /// it after the application in the service group: graceful shutdown goes in reverse order, so readiness turns 503
 /// first, and only then does the HTTP server stop accepting connections and finish the requests in flight.
-public struct ShutdownDrain: Service {
+public struct ShutdownDrain: Service, CustomStringConvertible {
+    /// What swift-service-lifecycle logs of it.
+    public var description: String { "ShutdownDrain" }
+
     let gate: ReadinessGate
     let drain: Duration
 

@@ -16,7 +16,10 @@ import ServiceLifecycle
 /// still flow). Alongside, once a second: channels whose token expired are closed, and idle sockets; every
 /// `sessionCheckInterval`, channels whose session was signed out or whose device was revoked; every 15 s, presence
 /// leases are renewed; every minute the capture triggers are synced with the publication and old log rows pruned.
-struct RealtimeChangeFeed: Service {
+struct RealtimeChangeFeed: Service, CustomStringConvertible {
+    /// What swift-service-lifecycle logs of it: the name, never the token service's keys it reaches.
+    var description: String { "RealtimeChangeFeed" }
+
     let services: RealtimeServices
     let logger: Logger
     var activeInterval: Duration = .milliseconds(100)

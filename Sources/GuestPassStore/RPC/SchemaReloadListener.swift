@@ -13,7 +13,10 @@ public import ServiceLifecycle
 ///
 /// Limits: behind PgBouncer in transaction pooling `LISTEN` cannot work (the next transaction may run in another
 /// server session), so the listener does not start in that mode; the cache's time-to-live and SIGHUP still reload it.
-public struct SchemaReloadListener: Service {
+public struct SchemaReloadListener: Service, CustomStringConvertible {
+    /// What swift-service-lifecycle logs of it: the name, never the database URL (which may hold a password).
+    public var description: String { "SchemaReloadListener" }
+
     static let channel = "pgrst"
     let configuration: PostgresConfiguration
     let cache: SchemaCache

@@ -104,7 +104,9 @@ create or replace function guestpass.user_identities(p_user uuid)
                     ) else i.email is not null end,
                     'phone_verified', false
                 ),
-                'created_at', i.created_at, 'updated_at', i.updated_at, 'last_sign_in_at', i.last_sign_in_at
+                'created_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.created_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                'updated_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.updated_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                'last_sign_in_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.last_sign_in_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
             )
             order by i.created_at, i.id
         ),
@@ -116,8 +118,8 @@ $$;
 
 comment on function guestpass.user_identities(uuid) is
     'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = '
-    'the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at), '
-    'oldest first; [] for none.';
+    'the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at: UTC with '
+    'T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none.';
 
 create or replace function guestpass_server.app_apple_settings()
     returns table (audiences text[], base_url text, team_id text, key_id text, key_path text)

@@ -252,7 +252,7 @@ comment on function guestpass.queue_mail(uuid, text, text, text, text, text, tex
 
 create or replace function guestpass.store_email_code(
     p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text,
-    p_method text, p_redirect_to text, p_device uuid
+    p_method text, p_redirect_to text, p_device uuid, p_password_hash text default null
 )
     returns void
     language plpgsql volatile set search_path = '' as $$
@@ -263,24 +263,25 @@ begin
     perform guestpass.require_hex_sha256(p_link_hash, 'the link hash');
     insert into guestpass.email_codes as c (
         app_id, user_id, purpose, address, code_hash, link_hash, code_challenge, code_challenge_method, redirect_to,
-        device_id, created_at, expires_at
+        device_id, password_hash, created_at, expires_at
     )
     select p_app, p_user, p_purpose, p_address, p_code_hash, p_link_hash, p_challenge, lower(p_method), p_redirect_to,
-           p_device, v_now, v_now + make_interval(secs => a.email_otp_lifetime_seconds)
+           p_device, p_password_hash, v_now, v_now + make_interval(secs => a.email_otp_lifetime_seconds)
     from guestpass.apps as a
     where a.id = p_app
     on conflict (user_id, purpose) do update
         set id = gen_random_uuid(), address = excluded.address, code_hash = excluded.code_hash,
             link_hash = excluded.link_hash, code_challenge = excluded.code_challenge,
             code_challenge_method = excluded.code_challenge_method, redirect_to = excluded.redirect_to,
-            device_id = excluded.device_id, created_at = excluded.created_at, expires_at = excluded.expires_at,
-            failed_attempts = 0, used_at = null;
+            device_id = excluded.device_id, password_hash = excluded.password_hash, created_at = excluded.created_at,
+            expires_at = excluded.expires_at, failed_attempts = 0, used_at = null;
 end
 $$;
 
-comment on function guestpass.store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid) is
+comment on function guestpass.store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text) is
     'GuestPass internal: the live code of p_user for p_purpose, replacing any earlier one (which stops working), '
-    'expiring after the app''s email_otp_lifetime_seconds; with a PKCE challenge its link answers an authorization code.';
+    'expiring after the app''s email_otp_lifetime_seconds; with a PKCE challenge its link answers an authorization code; '
+    'p_password_hash: the password a sign-up came with, the account''s once this code confirms it.';
 
 create or replace function guestpass.add_email_identity(p_app uuid, p_user uuid, p_address text)
     returns void
@@ -415,10 +416,11 @@ begin
                 case when v_settings.email_autoconfirm then 'user_already_exists' else 'exists' end, null);
             return;
         end if;
-        -- Unconfirmed: the confirmation goes again (its password is not replaced), throttled silently.
+        -- Unconfirmed: the confirmation goes again, carrying this request's password (the account takes the password
+        -- of the sign-up whose code confirms it: a squatter's earlier one does not survive), throttled silently.
         if guestpass.mail_wait(v_app, v_address) = 0 then
             perform guestpass.store_email_code(v_app, v_user, 'signup', v_address, p_code_hash, p_link_hash, p_challenge,
-                p_method, v_redirect, null);
+                p_method, v_redirect, null, p_password_hash);
             perform guestpass.queue_mail(v_app, 'confirmation', v_address, v_address, null, 'signup', v_redirect, p_payload);
             update guestpass.email_credentials as c set confirmation_sent_at = v_now where c.user_id = v_user;
         end if;
@@ -444,11 +446,11 @@ begin
     end if;
     insert into public.users (app_id, email, is_anonymous, user_metadata) values (v_app, v_address, false, p_data)
     returning id into v_user;
-    insert into guestpass.email_credentials (user_id, app_id, password_hash, password_changed_at, confirmation_sent_at)
-    values (v_user, v_app, p_password_hash, v_now, v_now);
+    -- The password waits in the code: it becomes the account's when the code confirms the address.
+    insert into guestpass.email_credentials (user_id, app_id, confirmation_sent_at) values (v_user, v_app, v_now);
     perform guestpass.add_email_identity(v_app, v_user, v_address);
     perform guestpass.store_email_code(v_app, v_user, 'signup', v_address, p_code_hash, p_link_hash, p_challenge, p_method,
-        v_redirect, null);
+        v_redirect, null, p_password_hash);
     perform guestpass.queue_mail(v_app, 'confirmation', v_address, v_address, null, 'signup', v_redirect, p_payload);
     return query select * from guestpass.email_answer('pending', v_user);
 end
@@ -584,8 +586,12 @@ begin
         v_kind := 'confirmation';
     end if;
 
+    -- A resent confirmation keeps the password its sign-up came with; a code asked by /otp (which anyone can ask for an
+    -- unconfirmed address) confirms without one.
     perform guestpass.store_email_code(v_app, v_user, v_purpose, v_address, p_code_hash, p_link_hash, p_challenge, p_method,
-        v_redirect, null);
+        v_redirect, null, case when p_request = 'resend_signup' then (
+            select e.password_hash from guestpass.email_codes as e where e.user_id = v_user and e.purpose = 'signup'
+        ) end);
     perform guestpass.queue_mail(v_app, v_kind, v_address, v_address, null,
         case v_purpose when 'magiclink' then 'magiclink' when 'recovery' then 'recovery' else 'signup' end, v_redirect, p_payload);
     insert into guestpass.email_credentials as c (user_id, app_id) values (v_user, v_app) on conflict on constraint email_credentials_pkey do nothing;
@@ -800,7 +806,16 @@ begin
         perform guestpass.confirm_email(v_app, v_code.user_id, v_new);
         update guestpass.email_credentials as c set email_confirmed_at = v_now where c.user_id = v_code.user_id;
     else
-        -- Sign-up, magic link and recovery codes all prove the address (GoTrue confirms on each).
+        -- Sign-up, magic link and recovery codes all prove the address (GoTrue confirms on each). A first confirmation
+        -- keeps only the password its own sign-up came with: any other an unconfirmed account held goes.
+        if not exists (
+            select 1 from guestpass.email_credentials as c where c.user_id = v_code.user_id and c.email_confirmed_at is not null
+        ) then
+            update guestpass.email_credentials as c
+            set password_hash = v_code.password_hash,
+                password_changed_at = case when v_code.password_hash is null then c.password_changed_at else v_now end
+            where c.user_id = v_code.user_id;
+        end if;
         perform guestpass.confirm_email(v_app, v_code.user_id, v_code.address);
     end if;
     -- Single use, and every other code of the user goes with it (GoTrue clears them all).
@@ -844,8 +859,15 @@ declare
     v_app uuid := guestpass.require_app();
 begin
     perform guestpass.email_limit_client('password', p_ip_burst, p_ip_per_second);
+    -- An unconfirmed account's password waits in its sign-up code: checked, it answers email_not_confirmed (GoTrue's
+    -- answer once the password is right), and it never signs in.
     return query
-    select u.id, c.password_hash, c.email_confirmed_at is not null, a.email_enabled
+    select u.id,
+           coalesce(c.password_hash, (
+               select e.password_hash from guestpass.email_codes as e
+               where e.user_id = u.id and e.purpose = 'signup' and c.email_confirmed_at is null
+           )),
+           c.email_confirmed_at is not null, a.email_enabled
     from guestpass.apps as a
     left join public.users as u on u.app_id = a.id and lower(u.email) = guestpass.email_address(p_email)
     left join guestpass.email_credentials as c on c.user_id = u.id
@@ -1087,7 +1109,7 @@ revoke all on function guestpass.digests_equal(text, text), guestpass.email_addr
     guestpass.email_answer(text, uuid, uuid, double precision, text, timestamptz, text), guestpass.email_redirect(uuid, text),
     guestpass.email_limit_client(text, integer, double precision), guestpass.lock_email_address(uuid, text),
     guestpass.mail_wait(uuid, text), guestpass.queue_mail(uuid, text, text, text, text, text, text, bytea),
-    guestpass.store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid),
+    guestpass.store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text),
     guestpass.add_email_identity(uuid, uuid, text), guestpass.confirm_email(uuid, uuid, text), guestpass.open_email_session(uuid, uuid, uuid, uuid, text, text),
     guestpass_server.app_email_settings(),
     guestpass_server.email_sign_up(text, text, jsonb, text, text, bytea, text, text, text, uuid, text, text, integer, double precision),
