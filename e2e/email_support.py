@@ -364,7 +364,8 @@ def api_error(call) -> Exception:
         result = call()
     except Exception as error:  # noqa: BLE001 - returned for the caller to judge
         return error
-    raise AssertionError(f"expected an error, got {result!r}")
+    user = getattr(result, "user", None)
+    raise AssertionError(f"expected an error, got a {type(result).__name__} (user {getattr(user, 'id', None)})")
 
 
 def assert_api_error(call, status: int, code: str):

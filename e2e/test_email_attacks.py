@@ -487,9 +487,11 @@ def test_codes_and_tokens_are_not_kept_in_the_clear(server, app, email_database,
     outbox = sql(email_database, "select string_agg(row_to_json(o)::text, ' ') from guestpass.mail_outbox as o "
                                  f"where o.recipient = {quoted(address)}")
     assert token not in outbox and password not in outbox
-    credentials = sql(email_database, "select password_hash from guestpass.email_credentials "
-                                      f"where user_id = '{user_id}'")
-    assert credentials.startswith("$scrypt$") and password not in credentials
+    # Unconfirmed, the password waits in the sign-up code (it becomes the account's when that code confirms it).
+    pending = sql(email_database, "select coalesce(c.password_hash, e.password_hash) from guestpass.email_credentials as c "
+                                  "join guestpass.email_codes as e on e.user_id = c.user_id and e.purpose = 'signup' "
+                                  f"where c.user_id = '{user_id}'")
+    assert pending.startswith("$scrypt$") and password not in pending
     smtp = sql(email_database, f"select encode(smtp_password, 'escape') from guestpass.apps where id = '{app.app_id}'")
     assert SMTP_PASSWORD not in smtp
 
@@ -590,30 +592,38 @@ def test_an_edited_link_type_finds_nothing_and_spends_nothing(server, app, mail_
     assert claims(fragment_of(opened.headers["location"])["access_token"])["sub"] == user_id
 
 
-def test_a_password_set_by_an_earlier_unconfirmed_sign_up_does_not_survive_the_owners_confirmation(
-        server, app, email_database, mail_catcher):
-    """Pre-account takeover: someone signs up with the victim's address and a password of theirs, and never confirms
-    (they cannot read the mail). The victim later signs up (or asks for a code), confirms with the mailed code, and
-    uses the account. The squatter's password must not open it then.
+@pytest.mark.parametrize("order", ["squatter_first", "squatter_first_then_otp", "victim_first"])
+def test_a_squatters_password_does_not_survive_the_owners_confirmation(order, server, app, email_database,
+                                                                        mail_catcher):
+    """Pre-account takeover: someone signs up with the victim's address and a password of theirs; they cannot read the
+    mail, but the victim confirms the address (with the newest code in their inbox) and uses the account. The
+    squatter's password must not open it then, whichever came first:
 
-    GoTrue keeps the first password (a repeated sign-up for an unconfirmed address does not apply its password), so
-    this is a hole GuestPass inherits unless confirming drops a password its confirmation did not come with."""
+    - squatter_first: the squatter signs up, then the victim signs up (GoTrue keeps the first password: the hole);
+    - squatter_first_then_otp: the squatter signs up, then the victim asks for a code (sign_in_with_otp);
+    - victim_first: the victim signs up, then the squatter signs up again before the victim confirmed (a policy of
+      "the last sign-up's password" would hand the account to the squatter).
+    """
     victim = new_address("victim")
     squatter_password, victim_password = new_password(), new_password()
+    first_password = victim_password if order == "victim_first" else squatter_password
     seq = mail_catcher.last_seq()
-    email_client(server, app).auth.sign_up({"email": victim, "password": squatter_password})
+    email_client(server, app).auth.sign_up({"email": victim, "password": first_password})
     first, _, _ = mailed(mail_catcher, victim, seq)
 
     allow_next_mail(email_database, victim)
-    email_client(server, app).auth.sign_up({"email": victim, "password": victim_password})
+    if order == "squatter_first_then_otp":
+        email_client(server, app).auth.sign_in_with_otp({"email": victim})
+    else:
+        second_password = squatter_password if order == "victim_first" else victim_password
+        email_client(server, app).auth.sign_up({"email": victim, "password": second_password})
     _, code, _ = mailed(mail_catcher, victim, first.seq)
-    owner = email_client(server, app).auth.verify_otp({"email": victim, "token": code, "type": "signup"})
+    owner = email_client(server, app).auth.verify_otp({"email": victim, "token": code, "type": "email"})
     assert owner.session is not None
 
     error = api_error(lambda: email_client(server, app).auth.sign_in_with_password(
         {"email": victim, "password": squatter_password}))
     assert getattr(error, "code", None) == "invalid_credentials", "the squatter's password opens the victim's account"
-
 
 def test_one_code_sent_at_once_by_many_opens_one_session(server, app, mail_catcher):
     address, _, user_id, _, code, _ = signed_up(server, app, mail_catcher)

@@ -1389,7 +1389,7 @@ COMMENT ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_
 CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7e2b944fe3e3d78d $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 1cef25a8167a19d2 $$;
 
 --
 -- Name: FUNCTION email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -

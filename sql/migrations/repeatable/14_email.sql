@@ -416,11 +416,12 @@ begin
                 case when v_settings.email_autoconfirm then 'user_already_exists' else 'exists' end, null);
             return;
         end if;
-        -- Unconfirmed: the confirmation goes again, carrying this request's password (the account takes the password
-        -- of the sign-up whose code confirms it: a squatter's earlier one does not survive), throttled silently.
+        -- Unconfirmed: the confirmation goes again (throttled silently), carrying no password. Two sign-ups of one
+        -- address cannot tell whose password is whose (a squatter's first, or a squatter's after the owner's), so the
+        -- address confirms without either; the session the confirmation opens sets one. GoTrue keeps the first.
         if guestpass.mail_wait(v_app, v_address) = 0 then
             perform guestpass.store_email_code(v_app, v_user, 'signup', v_address, p_code_hash, p_link_hash, p_challenge,
-                p_method, v_redirect, null, p_password_hash);
+                p_method, v_redirect, null, null);
             perform guestpass.queue_mail(v_app, 'confirmation', v_address, v_address, null, 'signup', v_redirect, p_payload);
             update guestpass.email_credentials as c set confirmation_sent_at = v_now where c.user_id = v_user;
         end if;
