@@ -468,3 +468,20 @@ def test_an_imported_bcrypt_password_signs_in_and_is_rehashed(server, app, email
                                f"where user_id = '{user_id}'") == "t"
     assert email_client(server, app).auth.sign_in_with_password(
         {"email": address, "password": imported}).user.id == user_id
+
+
+def test_a_plain_pkce_challenge_works_too(server, app, mail_catcher, http):
+    """RFC 7636's `plain` method (GoTrue accepts it): the verifier is the challenge itself."""
+    verifier = ("plain-" + new_password() * 3)[:60]
+    address = new_address("pkce-plain")
+    seq = mail_catcher.last_seq()
+    signed_up = auth_call(http, server, app, "POST", "signup",
+                          {"email": address, "password": new_password(), "code_challenge": verifier,
+                           "code_challenge_method": "plain"}, query={"redirect_to": "myapp://callback"})
+    assert signed_up.status_code == 200, signed_up.text
+    _, _, link = mailed(mail_catcher, address, seq)
+    opened = open_link(http, server, link)
+    auth_code = query_of(opened.headers["location"])["code"]
+    exchanged = auth_call(http, server, app, "POST", "token", {"auth_code": auth_code, "code_verifier": verifier},
+                          query={"grant_type": "pkce"})
+    assert exchanged.status_code == 200 and exchanged.json()["user"]["id"] == signed_up.json()["id"], exchanged.text

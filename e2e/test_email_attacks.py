@@ -301,6 +301,8 @@ def bad_bodies() -> list[tuple[str, str, object]]:
         ("signup", "", {"email": valid, "password": "é" * 40}),
         ("signup", "", {"email": valid, "password": password, "data": "x"}),
         ("signup", "", {"email": valid, "password": password, "data": [1]}),
+        ("signup", "", {"email": valid, "password": password, "data": {"x": "y" * 20000}}),
+        ("otp", "", {"email": valid, "data": {"x": "y" * 20000}}),
         ("signup", "", {"email": valid, "password": password, "code_challenge": "short", "code_challenge_method": "s256"}),
         ("signup", "", {"email": valid, "password": password, "code_challenge": "c" * 43, "code_challenge_method": "md5"}),
         ("signup", "", {"email": valid, "password": password, "code_challenge": "\u0000" * 43}),
@@ -379,6 +381,20 @@ def test_broken_json_is_a_4xx(path, content, server, app, http):
                                   "X-Supabase-Api-Version": "2024-01-01"})
     assert 400 <= response.status_code < 500, f"{response.status_code}: {response.text[:300]}"
     assert_gotrue_error(response, response.status_code)
+
+
+@pytest.mark.parametrize("path,depth", [("signup", 14000), ("otp", 14000), ("recover", 1800), ("resend", 1800),
+                                        ("verify", 1800), ("token?grant_type=password", 1800)])
+def test_deeply_nested_json_is_a_4xx_and_the_server_lives(path, depth, server, app, http):
+    """Nesting within the body limit (the parser must not recurse itself to death)."""
+    content = b'{"email":"nested@example.com","password":"Password-123","type":"signup","data":' + b"[" * depth \
+        + b"]" * depth + b"}"
+    response = http.post(f"{server.url}/auth/v1/{path}", content=content,
+                         headers={"apikey": app.publishable_key, "Content-Type": "application/json",
+                                  "X-Supabase-Api-Version": "2024-01-01"})
+    assert 400 <= response.status_code < 500, f"{response.status_code}: {response.text[:300]}"
+    assert_gotrue_error(response, response.status_code)
+    assert http.get(f"{server.url}/health/ready").status_code == 200
 
 
 @pytest.mark.parametrize("path", ["signup", "otp", "recover", "resend", "verify", "token?grant_type=password",
@@ -731,3 +747,47 @@ def test_a_head_request_from_a_link_scanner_does_not_spend_the_link(server, app,
         assert probe.status_code != 303 and "access_token" not in probe.headers.get("location", ""), method
     opened = open_link(http, server, link)
     assert claims(fragment_of(opened.headers["location"])["access_token"])["sub"] == user_id
+
+
+@pytest.mark.parametrize("how", ["killed", "expired", "dropped_then_resent"])
+def test_a_secure_change_cannot_skip_the_current_address_by_spending_its_code(how, server, email_database, mail_catcher,
+                                                                              http):
+    """With secure change on, the current address must agree. Someone holding the user's session (and the new
+    address) must not get round it by getting rid of the current address's code, then confirming the new address
+    alone: killing it (5 wrong guesses at that address), waiting for it to expire, or having it dropped (a password
+    change from the fresh session drops every code; the pending change stays, and a resend issues the new address's
+    code only). (GoTrue has no per-code tries and its two codes share one expiry.)"""
+    app = new_email_app(email_database, mail_catcher, f"email-attacks-secure-{how}", email_secure_change=True)
+    old, password = new_address("secure-victim"), new_password()
+    seq = mail_catcher.last_seq()
+    email_client(server, app).auth.sign_up({"email": old, "password": password})
+    first, code, _ = mailed(mail_catcher, old, seq)
+    user_id = email_client(server, app).auth.verify_otp({"email": old, "token": code, "type": "signup"}).user.id
+    thief = email_client(server, app)
+    thief.auth.sign_in_with_password({"email": old, "password": password})
+
+    new = new_address("secure-thief")
+    allow_next_mail(email_database, old)
+    seq = mail_catcher.last_seq()
+    thief.auth.update_user({"email": new})
+    _, new_code, _ = mailed(mail_catcher, new, seq)
+    _, old_code, _ = mailed(mail_catcher, old, seq)
+    if how == "killed":
+        for guess in wrong_codes(old_code, 5):
+            assert_gotrue_error(verify(http, server, app, old, guess, "email_change"), 403, "otp_expired")
+    elif how == "expired":
+        sql(email_database, "update guestpass.email_codes set expires_at = now() - interval '1 second' "
+                            f"where user_id = '{user_id}' and purpose = 'email_change_current'")
+    else:
+        thief.auth.update_user({"password": new_password()})
+        allow_next_mail(email_database, new)
+        seq = mail_catcher.last_seq()
+        resent = auth_call(http, server, app, "POST", "resend", {"type": "email_change", "email": new})
+        assert resent.status_code == 200, resent.text
+        if sql(email_database, f"select count(*) from guestpass.mail_outbox where recipient = {quoted(new)}") == "2":
+            _, new_code, _ = mailed(mail_catcher, new, seq)
+    answer = verify(http, server, app, new, new_code, "email_change")
+    changed = answer.status_code == 200 and answer.json().get("user", answer.json()).get("email") == new
+    assert not changed, "the change went through without the current address"
+    stored = sql(email_database, f"select email from public.users where id = '{user_id}'")
+    assert stored == old, "the account's address changed without the current address's consent"

@@ -53,6 +53,8 @@ struct AuthRoutes: Sendable {
         if body["phone"] != nil && body["phone"] != .null {
             throw APIError(.badRequest, code: GoTrueCode.providerDisabled, message: "Phone signups are disabled")
         }
+        // Checked whatever the form: a value the route documents is refused alike whether or not it is used.
+        _ = try EmailInput.redirectTo(request)
         if body["email"] != nil && body["email"] != .null { return try await self.signUpWithEmail(body, request, context) }
         let signup = try GuestSignup(data: body["data"])
         let sessionID = UUID()
@@ -211,6 +213,7 @@ struct AuthRoutes: Sendable {
             throw APIError(.unprocessableContent, code: "phone_change_disabled", message: "Phone numbers are not offered")
         }
         let data = try EmailInput.object(body["data"], "data")
+        _ = try EmailInput.redirectTo(request)
         try await self.updateCredentials(body, request, context)
         let profile: ServerFunctions.Profile?
         if let data {
