@@ -149,17 +149,17 @@ import Testing
         #expect(error?.isPermanent == false)
     }
 
-    @Test func aSilentServerTimesOut() async throws {
+    /// A relay that accepts and stays silent ends the send with `.timeout` (libcurl's limit, not a hang). No wall-clock
+    /// bound beyond the trait's: on a loaded machine the continuation may be scheduled late.
+    @Test(.timeLimit(.minutes(1))) func aSilentServerTimesOut() async throws {
         let socket = try LoopbackSocket(listening: true)
         defer { socket.stop() }
         let settings = try SMTPSettings(host: "127.0.0.1", port: socket.port, timeout: .milliseconds(500))
         let message = try Self.message(subject: "silence", text: "x")
-        let started = ContinuousClock.now
         let error = try await Self.withClient { client in
             await Self.smtpError { () throws(SMTPError) in try await client.send(message, via: settings) }
         }
         #expect(error?.kind == .timeout, "\(String(describing: error))")
-        #expect(ContinuousClock.now - started < .seconds(5))
     }
 
     @Test func fiftyConcurrentMessagesArriveExactlyOnceOverReusedConnections() async throws {
