@@ -1284,7 +1284,7 @@ COMMENT ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_t
 CREATE FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 7611b6b844a9c7a2 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2e13828b4cf0607f $$;
 
 --
 -- Name: FUNCTION email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1404,7 +1404,7 @@ COMMENT ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash
 CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 de1caa66bba93b4c $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8986c25b18ca4d96 $$;
 
 --
 -- Name: FUNCTION email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -2662,6 +2662,7 @@ CREATE TABLE guestpass.email_credentials (
     password_changed_at timestamp with time zone,
     email_confirmed_at timestamp with time zone,
     new_email text,
+    email_change_secure boolean DEFAULT false NOT NULL,
     confirmation_sent_at timestamp with time zone,
     recovery_sent_at timestamp with time zone,
     email_change_sent_at timestamp with time zone,
@@ -2676,7 +2677,7 @@ ALTER TABLE ONLY guestpass.email_credentials FORCE ROW LEVEL SECURITY;
 -- Name: TABLE email_credentials; Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON TABLE guestpass.email_credentials IS 'GuestPass: a user''s password (a self-describing scrypt string, or an imported bcrypt one), whether and when its address (public.users.email) was confirmed, the address it is changing to, and when each kind of mail last left.';
+COMMENT ON TABLE guestpass.email_credentials IS 'GuestPass: a user''s password (a self-describing scrypt string, or an imported bcrypt one), whether and when its address (public.users.email) was confirmed, the address it is changing to (and whether that change needs both addresses to confirm it: email_change_secure), and when each kind of mail last left.';
 
 --
 -- Name: identities; Type: TABLE; Schema: guestpass; Owner: -

@@ -100,6 +100,7 @@ create table guestpass.email_credentials (
     password_changed_at timestamptz,
     email_confirmed_at timestamptz,
     new_email text,
+    email_change_secure boolean not null default false,
     confirmation_sent_at timestamptz,
     recovery_sent_at timestamptz,
     email_change_sent_at timestamptz,
@@ -114,7 +115,8 @@ create table guestpass.email_credentials (
 );
 comment on table guestpass.email_credentials is
     'GuestPass: a user''s password (a self-describing scrypt string, or an imported bcrypt one), whether and when its '
-    'address (public.users.email) was confirmed, the address it is changing to, and when each kind of mail last left.';
+    'address (public.users.email) was confirmed, the address it is changing to (and whether that change needs both '
+    'addresses to confirm it: email_change_secure), and when each kind of mail last left.';
 
 -- One-time codes (and the link token sent with each), one live per user and purpose.
 create table guestpass.email_codes (

@@ -109,7 +109,8 @@ struct MailSender: Service, CustomStringConvertible {
     func prepare(_ mail: ClaimedMail) throws -> (MailMessage, SMTPSettings) {
         guard let smtp = mail.smtp else { throw MailDeliveryError("the app has no SMTP relay configured", permanent: false) }
         guard let payload = mail.payload, let secrets = self.codes.open(payload, app: mail.appID) else {
-            throw MailDeliveryError("the mail's payload does not open (another server key?)", permanent: true)
+            // Not given up at once: mid-way through a key change, another server (with the key that sealed it) may send it.
+            throw MailDeliveryError("the mail's payload does not open (another server key?)", permanent: false)
         }
         guard let kind = MailTemplateKind(rawValue: mail.kind) else { throw MailDeliveryError("unknown mail kind", permanent: true) }
         var link = ""

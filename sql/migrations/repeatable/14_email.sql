@@ -691,9 +691,10 @@ begin
         return query select * from guestpass.email_answer('over_email_send_rate_limit', null, null, v_wait);
         return;
     end if;
-    insert into guestpass.email_credentials as c (user_id, app_id, new_email, email_change_sent_at)
-    values (v_user, v_app, v_address, v_now)
-    on conflict on constraint email_credentials_pkey do update set new_email = excluded.new_email, email_change_sent_at = v_now;
+    insert into guestpass.email_credentials as c (user_id, app_id, new_email, email_change_secure, email_change_sent_at)
+    values (v_user, v_app, v_address, v_current is not null and v_settings.email_secure_change and v_current_confirmed, v_now)
+    on conflict on constraint email_credentials_pkey do update
+        set new_email = excluded.new_email, email_change_secure = excluded.email_change_secure, email_change_sent_at = v_now;
     perform guestpass.store_email_code(v_app, v_user, 'email_change_new', v_address, p_code_hash, p_link_hash, p_challenge,
         p_method, v_redirect, auth.device_id());
     perform guestpass.queue_mail(v_app, 'email_change', v_address, v_current, v_address, 'email_change', v_redirect, p_payload);
@@ -738,6 +739,7 @@ declare
     v_candidate guestpass.email_codes;
     v_address text;
     v_new text;
+    v_secure boolean;
     v_redirect text;
     v_amr text;
 begin
@@ -785,17 +787,20 @@ begin
                   when v_code.purpose = 'signup' then 'email/signup' else v_code.purpose end;
 
     if v_code.purpose in ('email_change_new', 'email_change_current') then
-        select c.new_email into v_new from guestpass.email_credentials as c where c.user_id = v_code.user_id for update;
+        select c.new_email, c.email_change_secure into v_new, v_secure
+        from guestpass.email_credentials as c where c.user_id = v_code.user_id for update;
         if v_new is null or (v_code.purpose = 'email_change_new' and v_new <> v_code.address) then
             return query select * from guestpass.email_answer('otp_expired', null);
             return;
         end if;
-        -- Secure change: the other address has yet to confirm; the user sees its change pending.
-        if exists (
-            select 1 from guestpass.email_codes as c
+        -- A secure change applies once both addresses have used their code; until then the user sees its change
+        -- pending. A code that is gone (dead after 5 tries, expired, dropped by a password change) never counts as
+        -- used: the change waits for a new request, whatever the other address does.
+        if v_secure and (
+            select count(*) from guestpass.email_codes as c
             where c.user_id = v_code.user_id and c.purpose in ('email_change_new', 'email_change_current')
-              and c.id <> v_code.id and c.used_at is null and c.expires_at > v_now and c.failed_attempts < 5
-        ) then
+              and c.used_at is not null
+        ) < 2 then
             return query select * from guestpass.email_answer('partial', v_code.user_id, null, null, null, null, v_redirect);
             return;
         end if;
@@ -805,7 +810,8 @@ begin
             return;
         end if;
         perform guestpass.confirm_email(v_app, v_code.user_id, v_new);
-        update guestpass.email_credentials as c set email_confirmed_at = v_now where c.user_id = v_code.user_id;
+        update guestpass.email_credentials as c set email_confirmed_at = v_now, email_change_secure = false
+        where c.user_id = v_code.user_id;
     else
         -- Sign-up, magic link and recovery codes all prove the address (GoTrue confirms on each). A first confirmation
         -- keeps only the password its own sign-up came with: any other an unconfirmed account held goes.
