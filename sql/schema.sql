@@ -53,6 +53,34 @@ CREATE SCHEMA guestpass_server;
 COMMENT ON SCHEMA guestpass_server IS 'GuestPass: entry points the server calls on a caller''s behalf (sign-up, refresh, profile, sign-out, API-key lookup). Functions only, each granted to one request role. Never exposed over the RPC endpoint.';
 
 --
+-- Name: email_result; Type: TYPE; Schema: guestpass; Owner: -
+--
+
+CREATE TYPE guestpass.email_result AS (
+	status text,
+	wait_seconds double precision,
+	redirect_to text,
+	user_id uuid,
+	device_id uuid,
+	is_anonymous boolean,
+	email text,
+	user_metadata jsonb,
+	app_metadata jsonb,
+	created_at timestamp with time zone,
+	updated_at timestamp with time zone,
+	last_sign_in_at timestamp with time zone,
+	identities jsonb,
+	email_state jsonb,
+	amr text
+);
+
+--
+-- Name: TYPE email_result; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TYPE guestpass.email_result IS 'GuestPass: the one answer of the email functions (guestpass.email_answer): status, wait_seconds (rate limits), redirect_to (a link''s target), and the user columns (null without a user).';
+
+--
 -- Name: realtime_kind; Type: TYPE; Schema: guestpass; Owner: -
 --
 
@@ -448,7 +476,7 @@ COMMENT ON FUNCTION guestpass.email_address(p_email text) IS 'GuestPass internal
 -- Name: email_answer(text, uuid, uuid, double precision, text, timestamp with time zone, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
-CREATE FUNCTION guestpass.email_answer(p_status text, p_user uuid, p_device uuid DEFAULT NULL::uuid, p_wait double precision DEFAULT NULL::double precision, p_amr text DEFAULT NULL::text, p_last_sign_in timestamp with time zone DEFAULT NULL::timestamp with time zone, p_redirect_to text DEFAULT NULL::text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass.email_answer(p_status text, p_user uuid, p_device uuid DEFAULT NULL::uuid, p_wait double precision DEFAULT NULL::double precision, p_amr text DEFAULT NULL::text, p_last_sign_in timestamp with time zone DEFAULT NULL::timestamp with time zone, p_redirect_to text DEFAULT NULL::text) RETURNS SETOF guestpass.email_result
     LANGUAGE sql STABLE
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 56c70656c825e8cb $$;
@@ -1281,7 +1309,7 @@ COMMENT ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_t
 -- Name: email_change_request(text, text, text, text, bytea, text, text, bytea, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2e13828b4cf0607f $$;
@@ -1311,7 +1339,7 @@ COMMENT ON FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_bu
 -- Name: email_password_sign_in(uuid, text, text, uuid, text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 09336e0584c50265 $$;
@@ -1341,7 +1369,7 @@ COMMENT ON FUNCTION guestpass_server.email_password_state() IS 'GuestPass server
 -- Name: email_reauthenticate(text, text, bytea, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 cc18f3f31a5888d8 $$;
@@ -1356,7 +1384,7 @@ COMMENT ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_li
 -- Name: email_send_code(text, text, boolean, jsonb, text, text, bytea, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2326de582b2ba8fb $$;
@@ -1371,7 +1399,7 @@ COMMENT ON FUNCTION guestpass_server.email_send_code(p_request text, p_email tex
 -- Name: email_set_password(text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 c7cbc0496d3909f9 $$;
@@ -1386,7 +1414,7 @@ COMMENT ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_
 -- Name: email_sign_up(text, text, jsonb, text, text, bytea, text, text, text, uuid, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 1cef25a8167a19d2 $$;
@@ -1401,7 +1429,7 @@ COMMENT ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash
 -- Name: email_verify(text, text, text, text, boolean, text, uuid, text, text, text, integer, double precision); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8986c25b18ca4d96 $$;
@@ -1416,7 +1444,7 @@ COMMENT ON FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_c
 -- Name: exchange_auth_code(text, text, text, uuid, text, text); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS TABLE(status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean, email text, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, last_sign_in_at timestamp with time zone, identities jsonb, email_state jsonb, amr text)
+CREATE FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 10b51b82825de4a1 $$;

@@ -219,3 +219,26 @@ comment on table guestpass.mail_outbox is
     'sent_at, or failed_at after its last try; next_attempt_at backs off between tries.';
 create index mail_outbox_due_idx on guestpass.mail_outbox (next_attempt_at) where sent_at is null and failed_at is null;
 create index mail_outbox_recipient_idx on guestpass.mail_outbox (app_id, recipient, created_at);
+
+-- What every email function answers (repeatable/14_email.sql, guestpass.email_answer): a status, the seconds to wait,
+-- where a link leads, and the user as the server shows it, with its identities, email state, session device and amr.
+create type guestpass.email_result as (
+    status text,
+    wait_seconds double precision,
+    redirect_to text,
+    user_id uuid,
+    device_id uuid,
+    is_anonymous boolean,
+    email text,
+    user_metadata jsonb,
+    app_metadata jsonb,
+    created_at timestamptz,
+    updated_at timestamptz,
+    last_sign_in_at timestamptz,
+    identities jsonb,
+    email_state jsonb,
+    amr text
+);
+comment on type guestpass.email_result is
+    'GuestPass: the one answer of the email functions (guestpass.email_answer): status, wait_seconds (rate limits), '
+    'redirect_to (a link''s target), and the user columns (null without a user).';

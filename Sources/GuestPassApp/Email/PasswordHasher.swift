@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import GuestPassCrypto
 import HTTPTypes
 import NIOConcurrencyHelpers
@@ -7,13 +10,17 @@ import NIOPosix
 /// Password hashing (scrypt, `PasswordHash`) off the event loops and the task executor, on a pool of its own.
 ///
 /// One scrypt costs 32 MiB and about 100 ms of one core here (`PasswordHashParameters.standard`). The pool runs at most
-/// half the cores' worth of hashes at once (one on a two-core machine), so a flood of sign-ins uses at most that many
-/// × 32 MiB and leaves the other cores to the event loops and the other routes (`bench/email.sh`: `get_quota`'s p99
-/// during a flood against idle); at most `maxWaiting` more wait their turn, and past that a request is refused at once
-/// with 503 and `Retry-After` (before anything was written: safe to retry).
+/// one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB; its threads run at a lower priority
+/// (nice 10), so the event loops, the other routes and PostgreSQL come first when they need a core and the hashes use
+/// what is left (`bench/email.sh`: `get_quota`'s p99 during a flood against idle). At most `maxWaiting` more wait
+/// their turn, and past that a request is refused at once with 503 and `Retry-After` (before anything was written:
+/// safe to retry).
 final class PasswordHasher: Sendable {
-    /// The one pool of the process: half as many threads as cores (at least one).
-    static let shared = PasswordHasher(threads: max(1, System.coreCount / 2), maxWaiting: 64 * System.coreCount)
+    /// The one pool of the process: as many threads as cores.
+    static let shared = PasswordHasher(threads: System.coreCount, maxWaiting: 64 * System.coreCount)
+
+    /// The niceness of the hashing threads: below the event loops', so a flood of sign-ins yields to everything else.
+    static let niceness: Int32 = 10
 
     private let pool: NIOThreadPool
     private let pending = NIOLockedValueBox(0)
@@ -58,6 +65,18 @@ final class PasswordHasher: Sendable {
                 headers: [.retryAfter: "1"])
         }
         defer { self.pending.withLockedValue { $0 -= 1 } }
-        return try await self.pool.runIfActive(body)
+        return try await self.pool.runIfActive {
+            Self.lowerThisThreadsPriority()
+            return try body()
+        }
+    }
+
+    /// Sets the calling thread's niceness to `niceness`. On Linux a thread is scheduled on its own, and
+    /// `setpriority(PRIO_PROCESS, 0, …)` changes the calling thread only (not its process: man 2 setpriority, "BUGS");
+    /// a no-op elsewhere.
+    private static func lowerThisThreadsPriority() {
+        #if os(Linux)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceness)
+        #endif
     }
 }

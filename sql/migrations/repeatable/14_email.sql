@@ -131,11 +131,7 @@ create or replace function guestpass.email_answer(
     p_status text, p_user uuid, p_device uuid default null, p_wait double precision default null, p_amr text default null,
     p_last_sign_in timestamptz default null, p_redirect_to text default null
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language sql stable set search_path = '' as $$
     select p_status, p_wait, p_redirect_to, u.id, p_device, u.is_anonymous, u.email, u.user_metadata, u.app_metadata,
            u.created_at, u.updated_at, p_last_sign_in,
@@ -369,11 +365,7 @@ create or replace function guestpass_server.email_sign_up(
     p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text,
     p_ip_burst integer, p_ip_per_second double precision
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -470,11 +462,7 @@ create or replace function guestpass_server.email_send_code(
     p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea,
     p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -619,11 +607,7 @@ create or replace function guestpass_server.email_change_request(
     p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text,
     p_ip_burst integer, p_ip_per_second double precision
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -724,11 +708,7 @@ create or replace function guestpass_server.email_verify(
     p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid,
     p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -890,11 +870,7 @@ comment on function guestpass_server.email_password_lookup(text, integer, double
 create or replace function guestpass_server.email_password_sign_in(
     p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -937,11 +913,7 @@ comment on function guestpass_server.email_password_state() is
     'and the current hash (for same_password).';
 
 create or replace function guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text)
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -1011,11 +983,7 @@ comment on function guestpass_server.email_set_password(text, text) is
 create or replace function guestpass_server.email_reauthenticate(
     p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
@@ -1065,11 +1033,7 @@ comment on function guestpass_server.email_reauthenticate(text, text, bytea, int
 create or replace function guestpass_server.exchange_auth_code(
     p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text
 )
-    returns table (
-        status text, wait_seconds double precision, redirect_to text, user_id uuid, device_id uuid, is_anonymous boolean,
-        email text, user_metadata jsonb, app_metadata jsonb, created_at timestamptz, updated_at timestamptz,
-        last_sign_in_at timestamptz, identities jsonb, email_state jsonb, amr text
-    )
+    returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
 #variable_conflict use_column
 declare
