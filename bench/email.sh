@@ -6,7 +6,7 @@
 # 1. Password sign-ins: POST /auth/v1/token?grant_type=password (wrk, bench/email_password.lua) as BENCH_PASSWORD_USERS
 #    confirmed users made beforehand (POST /auth/v1/signup {email, password}; the app has autoconfirm on, so each
 #    answer is a session). Each sign-in is one scrypt verification at the standard parameters (N = 2^15, r = 8, p = 1)
-#    on the server's hashing pool (PasswordHasher: one hash per core at once, at nice 10). Printed: sign-ins/s at BENCH_CONNECTIONS,
+#    on the server's hashing pool (PasswordHasher: one hash per core at once, at SCHED_IDLE). Printed: sign-ins/s at BENCH_CONNECTIONS,
 #    per core, and against the pool's ideal (cores / one KDF); the time of one KDF measured two ways: scrypt alone
 #    through OpenSSL (python's hashlib.scrypt, the libcrypto the server links) and a sign-in loop at concurrency 1
 #    (its p50, with the HTTP and SQL around it); the memory of one hash, read from a stored hash's parameters

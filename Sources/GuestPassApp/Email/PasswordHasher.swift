@@ -11,7 +11,7 @@ import NIOPosix
 ///
 /// One scrypt costs 32 MiB and about 100 ms of one core here (`PasswordHashParameters.standard`). The pool runs at most
 /// one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB; its threads run at a lower priority
-/// (nice 10), so the event loops, the other routes and PostgreSQL come first when they need a core and the hashes use
+/// (SCHED_IDLE, and nice 19), so the event loops, the other routes and PostgreSQL come first when they need a core and the hashes use
 /// what is left (`bench/email.sh`: `get_quota`'s p99 during a flood against idle). At most `maxWaiting` more wait
 /// their turn, and past that a request is refused at once with 503 and `Retry-After` (before anything was written:
 /// safe to retry).
@@ -20,7 +20,7 @@ final class PasswordHasher: Sendable {
     static let shared = PasswordHasher(threads: System.coreCount, maxWaiting: 64 * System.coreCount)
 
     /// The niceness of the hashing threads: below the event loops', so a flood of sign-ins yields to everything else.
-    static let niceness: Int32 = 10
+    static let niceness: Int32 = 19
 
     private let pool: NIOThreadPool
     private let pending = NIOLockedValueBox(0)
@@ -77,6 +77,10 @@ final class PasswordHasher: Sendable {
     private static func lowerThisThreadsPriority() {
         #if os(Linux)
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.niceness)
+            // SCHED_IDLE (5 in <sched.h>; Glibc's module does not import it): the thread runs only when no other wants
+            // the core, and is preempted at once when one wakes (a nice 19 thread still finishes its time slice).
+            var parameters = sched_param(sched_priority: 0)
+            _ = sched_setscheduler(0, 5, &parameters)
         #endif
     }
 }
