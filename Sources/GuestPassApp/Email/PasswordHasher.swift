@@ -10,11 +10,11 @@ import NIOPosix
 /// Password hashing (scrypt, `PasswordHash`) off the event loops and the task executor, on a pool of its own.
 ///
 /// One scrypt costs 32 MiB and about 100 ms of one core here (`PasswordHashParameters.standard`). The pool runs at most
-/// one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB; its threads run at a lower priority
-/// (SCHED_IDLE, and nice 19), so the event loops, the other routes and PostgreSQL come first when they need a core and the hashes use
-/// what is left (`bench/email.sh`: `get_quota`'s p99 during a flood against idle). At most `maxWaiting` more wait
-/// their turn, and past that a request is refused at once with 503 and `Retry-After` (before anything was written:
-/// safe to retry).
+/// one hash per core at once, so a flood of sign-ins uses at most cores × 32 MiB; its threads run at the lowest
+/// priority (SCHED_IDLE, and nice 19), so the event loops, the other routes and PostgreSQL come first when they need a
+/// core and the hashes use what is left (`bench/email.sh`: `get_quota`'s p99 during a flood against idle). At most
+/// `maxWaiting` more wait their turn, and past that a request is refused at once with 503 and `Retry-After` (before
+/// anything was written: safe to retry).
 final class PasswordHasher: Sendable {
     /// The one pool of the process: as many threads as cores.
     static let shared = PasswordHasher(threads: System.coreCount, maxWaiting: 64 * System.coreCount)
@@ -71,7 +71,7 @@ final class PasswordHasher: Sendable {
         }
     }
 
-    /// Sets the calling thread's niceness to `niceness`. On Linux a thread is scheduled on its own, and
+    /// Lowers the calling thread to SCHED_IDLE and niceness `niceness`. On Linux a thread is scheduled on its own, and
     /// `setpriority(PRIO_PROCESS, 0, …)` changes the calling thread only (not its process: man 2 setpriority, "BUGS");
     /// a no-op elsewhere.
     private static func lowerThisThreadsPriority() {
