@@ -591,6 +591,20 @@ CREATE FUNCTION guestpass.iso_utc(p_at timestamp with time zone) RETURNS text
 COMMENT ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) IS 'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the session''s TimeZone). Inlinable: one expression, no SET clause.';
 
 --
+-- Name: iso_utc_micro(timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.iso_utc_micro(p_at timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$ -- body in sql/migrations/repeatable/01_auth.sql, sha256 236a495ecca26357 $$;
+
+--
+-- Name: FUNCTION iso_utc_micro(p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.iso_utc_micro(p_at timestamp with time zone) IS 'GuestPass internal: p_at as RFC 3339 in UTC to the microsecond, e.g. 2025-01-31T10:00:00.123456Z, as the server writes the timestamps of GoTrue''s user and identity objects (supabase-swift misreads offsets; T and Z it reads). Inlinable: one expression, no SET clause.';
+
+--
 -- Name: lock_email_address(uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1120,7 +1134,7 @@ COMMENT ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address te
 CREATE FUNCTION guestpass.user_email_state(p_user uuid) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 abc2c5b7bc8c4bfe $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8354b2f583924cbc $$;
 
 --
 -- Name: FUNCTION user_email_state(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
@@ -1134,7 +1148,7 @@ COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass intern
 
 CREATE FUNCTION guestpass.user_identities(p_user uuid) RETURNS jsonb
     LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 b1bde225a6f07b6a $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 65f241126fc4fc26 $$;
 
 --
 -- Name: FUNCTION user_identities(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
@@ -1312,7 +1326,7 @@ COMMENT ON FUNCTION guestpass_server.devicecheck_take_lease(p_claim_id uuid, p_t
 CREATE FUNCTION guestpass_server.email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2e13828b4cf0607f $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 3592571ec1b14974 $$;
 
 --
 -- Name: FUNCTION email_change_request(p_email text, p_password_hash text, p_code_hash text, p_link_hash text, p_payload bytea, p_current_code_hash text, p_current_link_hash text, p_current_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1327,7 +1341,7 @@ COMMENT ON FUNCTION guestpass_server.email_change_request(p_email text, p_passwo
 CREATE FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision) RETURNS TABLE(user_id uuid, password_hash text, confirmed boolean, enabled boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 57df1fdae7599230 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 f4cdfaa4f7901113 $$;
 
 --
 -- Name: FUNCTION email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1342,7 +1356,7 @@ COMMENT ON FUNCTION guestpass_server.email_password_lookup(p_email text, p_ip_bu
 CREATE FUNCTION guestpass_server.email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 09336e0584c50265 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 719149e1fb0d627c $$;
 
 --
 -- Name: FUNCTION email_password_sign_in(p_user uuid, p_checked_hash text, p_rehash text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1372,7 +1386,7 @@ COMMENT ON FUNCTION guestpass_server.email_password_state() IS 'GuestPass server
 CREATE FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 cc18f3f31a5888d8 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 fb13b11c80028473 $$;
 
 --
 -- Name: FUNCTION email_reauthenticate(p_code_hash text, p_link_hash text, p_payload bytea, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1387,7 +1401,7 @@ COMMENT ON FUNCTION guestpass_server.email_reauthenticate(p_code_hash text, p_li
 CREATE FUNCTION guestpass_server.email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 2326de582b2ba8fb $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 bc887f90c7f64dfe $$;
 
 --
 -- Name: FUNCTION email_send_code(p_request text, p_email text, p_create_user boolean, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1402,7 +1416,7 @@ COMMENT ON FUNCTION guestpass_server.email_send_code(p_request text, p_email tex
 CREATE FUNCTION guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 c7cbc0496d3909f9 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 504f51c3c70a911a $$;
 
 --
 -- Name: FUNCTION email_set_password(p_password_hash text, p_nonce_hash text); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1417,7 +1431,7 @@ COMMENT ON FUNCTION guestpass_server.email_set_password(p_password_hash text, p_
 CREATE FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 1cef25a8167a19d2 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 045f4f7244c086c4 $$;
 
 --
 -- Name: FUNCTION email_sign_up(p_email text, p_password_hash text, p_data jsonb, p_code_hash text, p_link_hash text, p_payload bytea, p_challenge text, p_method text, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1432,7 +1446,7 @@ COMMENT ON FUNCTION guestpass_server.email_sign_up(p_email text, p_password_hash
 CREATE FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8986c25b18ca4d96 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 63afa8c96e6d3b73 $$;
 
 --
 -- Name: FUNCTION email_verify(p_type text, p_email text, p_code_hash text, p_link_hash text, p_link boolean, p_redirect_to text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text, p_auth_code_hash text, p_ip_burst integer, p_ip_per_second double precision); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -1447,7 +1461,7 @@ COMMENT ON FUNCTION guestpass_server.email_verify(p_type text, p_email text, p_c
 CREATE FUNCTION guestpass_server.exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text) RETURNS SETOF guestpass.email_result
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 10b51b82825de4a1 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 1d0d203ab3d05d28 $$;
 
 --
 -- Name: FUNCTION exchange_auth_code(p_code_hash text, p_verifier text, p_verifier_s256 text, p_session_id uuid, p_refresh_token_hash text, p_user_agent text); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -4243,6 +4257,12 @@ REVOKE ALL ON FUNCTION guestpass.grant_credits_admin(p_user uuid, p_amount integ
 --
 
 REVOKE ALL ON FUNCTION guestpass.iso_utc(p_at timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION iso_utc_micro(p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.iso_utc_micro(p_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION lock_email_address(p_app uuid, p_address text); Type: ACL; Schema: guestpass; Owner: -

@@ -210,7 +210,7 @@ struct AuthRoutes: Sendable {
         let (caller, token) = (context.caller, context.token)
         let body = try await request.jsonObject(limit: BodyLimits.signUp)
         if body["phone"] != nil && body["phone"] != .null {
-            throw APIError(.unprocessableContent, code: "phone_change_disabled", message: "Phone numbers are not offered")
+            throw APIError(.unprocessableContent, code: GoTrueCode.phoneChangeDisabled, message: "Phone numbers are not offered")
         }
         let data = try EmailInput.object(body["data"], "data")
         _ = try EmailInput.redirectTo(request)

@@ -135,7 +135,8 @@ enum EmailInput {
         }
     }
 
-    /// A one-time code as sent (`token`): 6 to 10 digits, else nil (it cannot match, but it still counts as a try).
+    /// A one-time code as sent (`token`), trimmed: any string of at most 64 bytes (one that is not the code cannot
+    /// match, and still counts as a wrong try).
     static func code(_ value: JSONValue?) throws -> String {
         guard let text = value?.stringValue, !text.isEmpty, text.utf8.count <= 64 else { throw APIError.validation("token is required") }
         return text.trimmingCharacters(in: .whitespaces)

@@ -45,7 +45,7 @@ extension AuthRoutes {
         let refreshToken = self.tokens.refreshToken(session: sessionID, counter: 0)
         let outcome = try await self.functions.emailVerify(
             type: type, verification, redirectTo: nil, sessionID: sessionID, refreshTokenHash: Digest.sha256Hex(refreshToken),
-            authCodeHash: EmailCodeIssuer.linkHash(UUID().uuidString), userAgent: request.headers[.userAgent],
+            userAgent: request.headers[.userAgent],
             bucket: self.email.verifyBucket, as: caller.anonIdentity
         )
         switch outcome.status {

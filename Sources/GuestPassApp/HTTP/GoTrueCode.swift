@@ -60,6 +60,8 @@ enum GoTrueCode {
     static let notFound = "not_found"
     /// 429: a rate limit; `Retry-After` says when.
     static let overRequestRateLimit = "over_request_rate_limit"
+    /// 422: `PUT /auth/v1/user` with a phone number (phones are not offered).
+    static let phoneChangeDisabled = "phone_change_disabled"
     static let providerDisabled = "provider_disabled"
     /// 429: the Realtime socket limit per address or app is reached.
     static let realtimeTooManyConnections = "too_many_connections"

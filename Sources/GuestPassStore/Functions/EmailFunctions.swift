@@ -201,10 +201,10 @@ extension ServerFunctions {
     }
 
     /// `guestpass_server.email_verify`: verifies a code or link of `type`; opens session `sessionID`, or under PKCE (a
-    /// followed link) records `authCodeHash`.
+    /// followed link, which alone passes `authCodeHash`) records `authCodeHash`.
     public func emailVerify(
         type: String, _ verification: Verification, redirectTo: String?, sessionID: UUID, refreshTokenHash: String,
-        authCodeHash: String, userAgent: String?, bucket: ClientBucket, as identity: RequestIdentity
+        authCodeHash: String? = nil, userAgent: String?, bucket: ClientBucket, as identity: RequestIdentity
     ) async throws -> EmailOutcome {
         var email: String?
         var codeHash: String?

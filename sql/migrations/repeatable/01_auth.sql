@@ -185,6 +185,15 @@ comment on function guestpass.iso_utc(timestamptz) is
     'GuestPass internal: p_at as ISO-8601 in UTC to the second, e.g. 2025-01-31T10:00:00Z (independent of the '
     'session''s TimeZone). Inlinable: one expression, no SET clause.';
 
+create or replace function guestpass.iso_utc_micro(p_at timestamptz)
+    returns text
+    language sql stable as $$ select pg_catalog.to_char(pg_catalog.timezone('UTC', p_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') $$;
+
+comment on function guestpass.iso_utc_micro(timestamptz) is
+    'GuestPass internal: p_at as RFC 3339 in UTC to the microsecond, e.g. 2025-01-31T10:00:00.123456Z, as the server '
+    'writes the timestamps of GoTrue''s user and identity objects (supabase-swift misreads offsets; T and Z it reads). '
+    'Inlinable: one expression, no SET clause.';
+
 create or replace function guestpass.refuse_argument(p_message text)
     returns void
     language plpgsql volatile as $$
@@ -337,7 +346,7 @@ comment on function guestpass.require_caller(uuid) is
 
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
 revoke all on function auth.jwt(), auth.claim_uuid(text), auth.uid(), auth.role(), auth.device_id(), auth.app_id(),
-    guestpass.clock(), guestpass.iso_utc(timestamptz), guestpass.refuse_argument(text), guestpass.refuse_caller(text),
+    guestpass.clock(), guestpass.iso_utc(timestamptz), guestpass.iso_utc_micro(timestamptz), guestpass.refuse_argument(text), guestpass.refuse_caller(text),
     guestpass.require_hex_sha256(text, text), guestpass.require_app(), guestpass.require_user_and_app(),
     guestpass.require_app_user(uuid), guestpass.backend_user(uuid), guestpass.caller_id(uuid),
     guestpass.require_caller(uuid) from public;

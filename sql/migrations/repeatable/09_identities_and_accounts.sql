@@ -104,9 +104,9 @@ create or replace function guestpass.user_identities(p_user uuid)
                     ) else i.email is not null end,
                     'phone_verified', false
                 ),
-                'created_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.created_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                'updated_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.updated_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                'last_sign_in_at', pg_catalog.to_char(pg_catalog.timezone('UTC', i.last_sign_in_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                'created_at', guestpass.iso_utc_micro(i.created_at),
+                'updated_at', guestpass.iso_utc_micro(i.updated_at),
+                'last_sign_in_at', guestpass.iso_utc_micro(i.last_sign_in_at)
             )
             order by i.created_at, i.id
         ),

@@ -95,13 +95,13 @@ create or replace function guestpass.user_email_state(p_user uuid)
     language sql stable set search_path = '' as $$
     select coalesce((
         select jsonb_strip_nulls(jsonb_build_object(
-            'email_confirmed_at', to_char(timezone('UTC', c.email_confirmed_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'confirmed_at', to_char(timezone('UTC', c.email_confirmed_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'email_confirmed_at', guestpass.iso_utc_micro(c.email_confirmed_at),
+            'confirmed_at', guestpass.iso_utc_micro(c.email_confirmed_at),
             'new_email', c.new_email,
-            'confirmation_sent_at', to_char(timezone('UTC', c.confirmation_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'recovery_sent_at', to_char(timezone('UTC', c.recovery_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'email_change_sent_at', to_char(timezone('UTC', c.email_change_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'reauthentication_sent_at', to_char(timezone('UTC', c.reauthentication_sent_at), 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+            'confirmation_sent_at', guestpass.iso_utc_micro(c.confirmation_sent_at),
+            'recovery_sent_at', guestpass.iso_utc_micro(c.recovery_sent_at),
+            'email_change_sent_at', guestpass.iso_utc_micro(c.email_change_sent_at),
+            'reauthentication_sent_at', guestpass.iso_utc_micro(c.reauthentication_sent_at)
         ))
         from guestpass.email_credentials as c
         where c.user_id = p_user
@@ -367,7 +367,6 @@ create or replace function guestpass_server.email_sign_up(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
     v_settings guestpass.apps;
@@ -464,7 +463,6 @@ create or replace function guestpass_server.email_send_code(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
     v_enabled boolean;
@@ -609,7 +607,6 @@ create or replace function guestpass_server.email_change_request(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_user uuid;
     v_app uuid;
@@ -710,7 +707,6 @@ create or replace function guestpass_server.email_verify(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -841,7 +837,6 @@ comment on function guestpass_server.email_verify(text, text, text, text, boolea
 create or replace function guestpass_server.email_password_lookup(p_email text, p_ip_burst integer, p_ip_per_second double precision)
     returns table (user_id uuid, password_hash text, confirmed boolean, enabled boolean)
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
 begin
@@ -872,7 +867,6 @@ create or replace function guestpass_server.email_password_sign_in(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
@@ -915,7 +909,6 @@ comment on function guestpass_server.email_password_state() is
 create or replace function guestpass_server.email_set_password(p_password_hash text, p_nonce_hash text)
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_user uuid;
     v_app uuid;
@@ -985,7 +978,6 @@ create or replace function guestpass_server.email_reauthenticate(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_user uuid;
     v_app uuid;
@@ -1035,7 +1027,6 @@ create or replace function guestpass_server.exchange_auth_code(
 )
     returns setof guestpass.email_result
     language plpgsql volatile security definer set search_path = '' as $$
-#variable_conflict use_column
 declare
     v_app uuid := guestpass.require_app();
     v_now timestamptz := guestpass.clock();
