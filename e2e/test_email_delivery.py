@@ -12,8 +12,10 @@ Backoffs and leases are aged in the outbox instead of waited for.
 
 from __future__ import annotations
 
+import re
 import time
 
+import httpx
 import pytest
 
 pytest.register_assert_rewrite("email_support")
@@ -42,6 +44,7 @@ from email_support import (  # noqa: E402
     start_catcher,
     wait_until,
 )
+from conftest import free_port  # noqa: E402
 from support import create_app  # noqa: E402
 
 pytest_plugins = ("email_support",)
@@ -149,7 +152,8 @@ def test_a_transient_refusal_is_retried_and_delivered_once(delivery_db, servers,
     catcher.stop()
     catcher.start(fail_next=1)
     app = new_email_app(delivery_db, catcher, "delivery-451")
-    server = servers.start("email-delivery-451")
+    metrics_port = free_port()
+    server = servers.start("email-delivery-451", GUESTPASS_METRICS_ADDRESS=f"127.0.0.1:{metrics_port}")
     address = new_address("refused-once")
     email_client(server, app).auth.sign_in_with_otp({"email": address})
     wait_until(lambda: (outbox_rows(delivery_db, address) or [{}])[0].get("last_error") is not None,
@@ -163,6 +167,23 @@ def test_a_transient_refusal_is_retried_and_delivered_once(delivery_db, servers,
     mailed(catcher, address)
     assert_delivered_once(catcher, delivery_db, address)
     assert outbox_rows(delivery_db, address)[0]["attempts"] == 2
+
+    # The operator sees it: a failure to be retried, then a mail sent, and the queue's depth and oldest age.
+    text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+    assert metric(text, "guestpass_mail_failed_total", final="false") == 1, text[-2000:]
+    assert metric(text, "guestpass_mail_sent_total") >= 1
+    assert re.search(r"^guestpass_mail_queued(\{.*\})? [0-9.e+-]+$", text, re.M), "the queue depth gauge"
+    assert re.search(r"^guestpass_mail_oldest_queued_seconds(\{.*\})? [0-9.e+-]+$", text, re.M), "the oldest age gauge"
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of `name` whose labels include `labels` (0 when absent)."""
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(rf"^{name}(?:{{(.*)}})? ([0-9.e+-]+)$", line)
+        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
 
 
 def test_a_request_that_fails_after_queueing_a_mail_sends_nothing(delivery_db, servers, catcher):

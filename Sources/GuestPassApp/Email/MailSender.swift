@@ -3,7 +3,6 @@ import GuestPassJSON
 import GuestPassMail
 import GuestPassStore
 import Logging
-import Metrics
 import ServiceLifecycle
 
 /// Delivers the outbox (`guestpass.mail_outbox`, repeatable/15_mail_outbox.sql) over SMTP: a swift-service-lifecycle
@@ -48,8 +47,7 @@ struct MailSender: Service, CustomStringConvertible {
                     if ContinuousClock.now - lastGauge > .seconds(5) {
                         lastGauge = .now
                         let state = try await self.outbox.state()
-                        Gauge(label: "guestpass_mail_queued").record(state.queued)
-                        Gauge(label: "guestpass_mail_oldest_queued_seconds").record(state.oldestAgeSeconds)
+                        ServiceMetrics.mailQueue(waiting: state.queued, oldestAgeSeconds: state.oldestAgeSeconds)
                     }
                 } catch {
                     self.logger.warning("mail outbox unavailable", metadata: ["error": "\(type(of: error))"])
@@ -82,7 +80,7 @@ struct MailSender: Service, CustomStringConvertible {
             let (message, settings) = try self.prepare(mail)
             try await self.client.send(message, via: settings)
             try await self.outbox.sent(mail.id)
-            Counter(label: "guestpass_mail_sent").increment()
+            ServiceMetrics.mailSent()
         } catch let error as SMTPError {
             await self.failed(mail, "\(error)", permanent: error.isPermanent)
         } catch let error as MailDeliveryError {
@@ -95,7 +93,7 @@ struct MailSender: Service, CustomStringConvertible {
 
     private func failed(_ mail: ClaimedMail, _ reason: String, permanent: Bool) async {
         let givesUp = permanent || mail.attempts >= self.maxAttempts
-        Counter(label: "guestpass_mail_failed", dimensions: [("final", givesUp ? "true" : "false")]).increment()
+        ServiceMetrics.mailFailed(final: givesUp)
         self.logger.warning(
             "mail not sent", metadata: ["mail.id": "\(mail.id)", "mail.kind": "\(mail.kind)", "error": "\(reason)", "final": "\(givesUp)"])
         do {

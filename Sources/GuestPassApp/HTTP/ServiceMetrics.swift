@@ -28,6 +28,16 @@ enum ServiceMetrics {
     /// Database errors by SQLSTATE class (`08`, `23`, `40`, …; `pool` for an acquire timeout, `connection` otherwise).
     static func databaseError(_ sqlStateClass: String) { self.count("guestpass_database_errors_total", [("class", sqlStateClass)]) }
 
+    /// Mail the outbox sender handed to a relay (`MailSender`).
+    static func mailSent() { self.count("guestpass_mail_sent_total", []) }
+    /// Mail a relay or the sender refused: `final` when it is given up, else it is retried with backoff.
+    static func mailFailed(final: Bool) { self.count("guestpass_mail_failed_total", [("final", final ? "true" : "false")]) }
+    /// The outbox's depth and the age of its oldest waiting mail (`MailSender` samples them every few seconds).
+    static func mailQueue(waiting: Int, oldestAgeSeconds: Double) {
+        Gauge(label: "guestpass_mail_queued").record(waiting)
+        Gauge(label: "guestpass_mail_oldest_queued_seconds").record(oldestAgeSeconds)
+    }
+
     /// The counter of each label and dimensions, made once: a metrics handle costs a registry lookup under a lock
     /// (and allocations) to make, an atomic add to use. Handles are made on first use, after `guestpass serve`
     /// bootstrapped the metrics system.
