@@ -139,12 +139,22 @@ let package = Package(
         /// Mail out: an SMTP client over libcurl (STARTTLS or implicit TLS, AUTH, a private CA), RFC 5322 messages
         /// (text and HTML), and the mail templates (swift-mustache). No SQL, no HTTP. Sole importer of CCurl.
         .target(name: "GuestPassMail", dependencies: ["CCurl", .logging, .mustache, .nioPosix, .nioCore]),
+        /// Supabase Storage's wire formats: object keys and bucket names, the streaming multipart/form-data reader of an
+        /// upload, `Range` headers, the error triple (`statusCode` as a string). Bytes and text in, typed values out;
+        /// no networking, no SQL.
+        .target(name: "StorageProtocol", dependencies: [.nioCore]),
+        /// Where objects' bytes live, behind one protocol (`ObjectBackend`): the local file system (fsync before an
+        /// acknowledgement) and S3-compatible stores (path-style, SigV4, multipart upload). No SQL, no HTTP server.
+        .target(
+            name: "GuestPassObjectStore",
+            dependencies: ["GuestPassCrypto", .asyncHTTPClient, .logging, .nioCore, .nioPosix, .nioHTTP1]
+        ),
         /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`) as a resource.
         .target(
             name: "GuestPassApp",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
-                "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol",
+                "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol", "StorageProtocol", "GuestPassObjectStore",
                 .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
                 .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat,
             ],
@@ -163,7 +173,7 @@ let package = Package(
             name: "GuestPassCLI",
             dependencies: [
                 "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
-                "GuestPassAppleStandIn", "GuestPassDevStack", "GuestPassMail",
+                "GuestPassAppleStandIn", "GuestPassDevStack", "GuestPassMail", "GuestPassObjectStore",
                 .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .serviceLifecycle, .unixSignals,
             ]
         ),
@@ -171,6 +181,12 @@ let package = Package(
         .target(name: "GuestPassTestSupport", dependencies: ["GuestPassPostgres", "GuestPassDevStack", .logging]),
 
         // MARK: Tests (one target per module)
+        .testTarget(name: "StorageProtocolTests", dependencies: ["StorageProtocol"]),
+        .testTarget(
+            name: "GuestPassObjectStoreTests",
+            dependencies: ["GuestPassObjectStore", "GuestPassCrypto", .nioCore, .nioPosix],
+            resources: [.copy("Vectors")]
+        ),
         .testTarget(name: "GuestPassMailTests", dependencies: ["GuestPassMail", "GuestPassTestSupport"]),
         .testTarget(name: "GuestPassPostgresTests", dependencies: ["GuestPassPostgres", "GuestPassTestSupport"]),
         .testTarget(name: "GuestPassMigrationsTests", dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"]),

@@ -1,0 +1,22 @@
+/// Supabase Storage's machine codes (`code` in the error body), each named once.
+public enum StorageErrorCode: String, Sendable {
+    case noSuchBucket = "NoSuchBucket"
+    case noSuchKey = "NoSuchKey"
+    case accessDenied = "AccessDenied"
+    case keyAlreadyExists = "KeyAlreadyExists"
+    case bucketAlreadyExists = "BucketAlreadyExists"
+    case resourceNotEmpty = "ResourceNotEmpty"
+    case entityTooLarge = "EntityTooLarge"
+    case invalidMimeType = "InvalidMimeType"
+    case invalidKey = "InvalidKey"
+    case invalidBucketName = "InvalidBucketName"
+    case invalidSignature = "InvalidSignature"
+    case invalidJWT = "InvalidJWT"
+    case invalidRequest = "InvalidRequest"
+    case invalidRange = "InvalidRange"
+    case quotaExceeded = "QuotaExceeded"
+    case notImplemented = "NotImplemented"
+    case slowDown = "SlowDown"
+    case internalError = "InternalError"
+    case databaseTimeout = "DatabaseTimeout"
+}
