@@ -514,13 +514,13 @@ create or replace function guestpass.user_references(p_schemas text[])
     where k.contype = 'f'
       and k.confrelid = 'public.users'::regclass
       and r.attname = 'id'
-      and n.nspname = any (array_append(coalesce(p_schemas, '{}'), 'public'))
+      and n.nspname = any (coalesce(p_schemas, '{}') || array['public', 'storage']::name[])
       and n.nspname not in ('guestpass', 'guestpass_server', 'auth')
     order by n.nspname, c.relname, a.attname
 $$;
 
 comment on function guestpass.user_references(text[]) is
-    'GuestPass internal: every column of public and the schemas p_schemas (never guestpass, guestpass_server or auth) '
+    'GuestPass internal: every column of public, storage and the schemas p_schemas (never guestpass, guestpass_server or auth) '
     'whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c '
     'cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion '
     'removes.';
