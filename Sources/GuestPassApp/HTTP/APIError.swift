@@ -15,6 +15,9 @@ public enum ErrorDialect: Sendable {
     case goTrue
     /// `{"code", "message", "details", "hint"}`, every key present: PostgREST's shape, for `/rest/v1`.
     case postgREST
+    /// `{"statusCode": "404", "code", "error", "message"}` with HTTP 400 for semantic 4xx: Supabase Storage's shape, for
+    /// `/storage/v1` (`StorageFailure`).
+    case storage
 }
 
 /// An error answered to the client: status, code, message (never secrets, tokens or SQL), PostgREST's optional
@@ -28,6 +31,8 @@ public struct APIError: Error, Sendable {
     public var headers: HTTPFields
     /// GoTrue's `weak_password.reasons` (length, characters), for `weak_password`.
     public var weakPasswordReasons: [String]?
+    /// Storage's legacy `error` name (`not_found`, `Duplicate`, …); set by `StorageFailure`.
+    var storageErrorName: String?
 
     public init(
         _ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil,
@@ -60,6 +65,7 @@ extension APIError {
     /// DeviceCheck failures and domain errors become HTTP statuses, codes and headers. `anonymous`: the request ran as
     /// the `anon` role (PostgREST answers 42501 with 401 then, else 403).
     static func answer(for error: any Error, dialect: ErrorDialect, anonymous: Bool) -> APIError {
+        if dialect == .storage { return StorageFailure.answer(for: error) }
         switch error {
         case let error as APIError: return dialect == .postgREST ? error.inPostgRESTDialect : error
         case let error as PostgRESTRefusal: return self.answer(for: APIError(refusal: error), dialect: dialect, anonymous: anonymous)
@@ -122,6 +128,8 @@ extension APIError {
         switch dialect {
         case .postgREST:
             return self.postgREST(error, anonymous: anonymous, retryAfter: wait)
+        case .storage:
+            return StorageFailure.answer(for: error)
         case .goTrue:
             switch state {
             case .rateLimited:
@@ -207,6 +215,11 @@ extension APIError {
     /// Keys in a fixed (byte) order: equal errors are byte-identical (no oracle in the ordering of a body).
     func response(dialect: ErrorDialect, request: Request) throws -> Response {
         let (headers, data) = try self.rendered(dialect: dialect, request: request)
+        if dialect == .storage {
+            // HEAD answers carry no body (the real server sends none for a missing object either).
+            let body = request.method == .head ? ByteBuffer() : ByteBuffer(bytes: data)
+            return Response(status: StorageFailure.httpStatus(self.status), headers: headers, body: .init(byteBuffer: body))
+        }
         return Response(status: self.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
@@ -222,6 +235,9 @@ extension APIError {
         case .postgREST:
             data = try CompactJSONEncoder().encode(
                 PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
+        case .storage:
+            data = try CompactJSONEncoder().encode(
+                StorageErrorBody(statusCode: String(self.status.code), code: self.code, error: self.storageErrorName ?? "Error", message: self.message))
         }
         var headers = self.headers
         headers[.contentType] = "application/json"

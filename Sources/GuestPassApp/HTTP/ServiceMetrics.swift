@@ -38,6 +38,23 @@ enum ServiceMetrics {
         Gauge(label: "guestpass_mail_oldest_queued_seconds").record(oldestAgeSeconds)
     }
 
+    /// Object bytes stored by uploads and sent by downloads, per backend (`file`, `s3`).
+    static func storageBytes(_ direction: String, _ count: Int64, backend: String) {
+        self.count("guestpass_storage_bytes_total", [("direction", direction), ("backend", backend)], by: Int(count))
+    }
+    /// Objects written (`op` upload, copy) and removed, per backend.
+    static func storageObjects(_ operation: String, _ count: Int = 1) {
+        self.count("guestpass_storage_objects_total", [("op", operation)], by: count)
+    }
+    /// One backend call: its duration, and an error counter when it failed.
+    static func storageBackend(_ operation: String, backend: String, seconds: Double, failed: Bool) {
+        Metrics.Timer(label: "guestpass_storage_backend_seconds", dimensions: [("op", operation), ("backend", backend)])
+            .recordNanoseconds(Int64(seconds * 1e9))
+        if failed { self.count("guestpass_storage_backend_errors_total", [("op", operation), ("backend", backend)]) }
+    }
+    /// Bytes the sweep deleted keys for (replaced or removed objects' versions, abandoned uploads).
+    static func storageSwept(_ keys: Int) { self.count("guestpass_storage_swept_total", [], by: keys) }
+
     /// The counter of each label and dimensions, made once: a metrics handle costs a registry lookup under a lock
     /// (and allocations) to make, an atomic add to use. Handles are made on first use, after `guestpass serve`
     /// bootstrapped the metrics system.

@@ -125,9 +125,11 @@ create or replace trigger buckets_touch
     for each row execute function guestpass.storage_buckets_touch();
 
 -- 2. An upload's start: the bucket's rules, the effective size limit, and a reserved version.
-create or replace function guestpass_server.storage_upload_begin(p_bucket text, p_grace_seconds integer)
+create or replace function guestpass_server.storage_upload_begin(
+    p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer
+)
     returns table (
-        version text, size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint
+        size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint
     )
     language plpgsql volatile security definer set search_path = '' as $$
 declare
@@ -135,22 +137,36 @@ declare
     v_user uuid := auth.uid();
     v_bucket storage.buckets;
     v_limits guestpass.apps;
-    v_version text := pg_catalog.gen_random_uuid()::text;
     v_usage guestpass.storage_usage;
 begin
     if p_grace_seconds is null or p_grace_seconds not between 1 and 604800 then
         raise exception using errcode = '22023', message = 'the grace period must be 1 to 604800 seconds';
+    end if;
+    if p_version is null or p_version !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+        raise exception using errcode = '22023', message = 'the version must be a lowercase uuid';
     end if;
     select b.* into v_bucket from storage.buckets as b where b.app_id = v_app and b.id = p_bucket;
     if not found then
         raise exception using errcode = 'PT404', message = 'Bucket not found';
     end if;
     select a.* into v_limits from guestpass.apps as a where a.id = v_app;
+    -- The bucket's MIME types: type/subtype exactly, or type/*, compared without parameters and case.
+    if p_mimetype is not null and v_bucket.allowed_mime_types is not null and not exists (
+        select 1 from unnest(v_bucket.allowed_mime_types) as t (allowed)
+        where lower(t.allowed) = lower(btrim(split_part(p_mimetype, ';', 1)))
+           or (t.allowed like '%/*' and lower(split_part(p_mimetype, '/', 1)) = lower(split_part(t.allowed, '/', 1)))
+    ) then
+        raise exception using errcode = 'PT415', message = 'mime type not supported';
+    end if;
+    if p_declared_length is not null and p_declared_length > least(
+        v_limits.storage_upload_bytes_limit, coalesce(v_bucket.file_size_limit, v_limits.storage_upload_bytes_limit)
+    ) then
+        raise exception using errcode = 'PT413', message = 'object too large', detail = 'size';
+    end if;
     select u.* into v_usage from guestpass.storage_usage as u where u.user_id = v_user;
     insert into guestpass.storage_sweep (key, app_id, kind, not_before)
-    values (v_app::text || '/' || v_version, v_app, 'upload', guestpass.clock() + make_interval(secs => p_grace_seconds));
+    values (v_app::text || '/' || p_version, v_app, 'upload', guestpass.clock() + make_interval(secs => p_grace_seconds));
     return query select
-        v_version,
         least(v_limits.storage_upload_bytes_limit, coalesce(v_bucket.file_size_limit, v_limits.storage_upload_bytes_limit)),
         v_bucket.allowed_mime_types,
         case when v_user is null then null
@@ -160,9 +176,10 @@ begin
 end;
 $$;
 
-comment on function guestpass_server.storage_upload_begin(text, integer) is
-    'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none): a fresh '
-    'version reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s '
+comment on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer) is
+    'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none; PT415 when '
+    'p_mimetype is not one of its types; PT413 with detail size when p_declared_length is over the limit): the fresh '
+    'version p_version (made by the server) reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s '
     'per-upload limit, lowered by the bucket''s file_size_limit), the bucket''s MIME types, and what the caller may '
     'still store (null for the secret key).';
 
@@ -211,6 +228,13 @@ begin
 end;
 $$;
 
+-- An upload that will have no row: its bytes are deleted, so is its reservation.
+create or replace function guestpass_server.storage_upload_abandon(p_key text)
+    returns void
+    language sql volatile security definer set search_path = '' as $$
+    delete from guestpass.storage_sweep as s where s.key = p_key and s.kind = 'upload'
+$$;
+
 create or replace function guestpass_server.storage_sweep_done(p_keys text[])
     returns integer
     language sql volatile security definer set search_path = '' as $$
@@ -245,10 +269,10 @@ revoke all on function storage.foldername(text), storage.filename(text), storage
 grant execute on function storage.foldername(text), storage.filename(text), storage.extension(text)
     to anon, authenticated, service_role;
 revoke all on function guestpass.storage_objects_changed(), guestpass.storage_buckets_touch() from public;
-revoke all on function guestpass_server.storage_upload_begin(text, integer), guestpass_server.storage_bucket(text),
+revoke all on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer), guestpass_server.storage_bucket(text),
     guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(integer, integer, boolean),
-    guestpass_server.storage_sweep_done(text[]) from public;
-grant execute on function guestpass_server.storage_upload_begin(text, integer), guestpass_server.storage_bucket(text)
+    guestpass_server.storage_sweep_done(text[]), guestpass_server.storage_upload_abandon(text) from public;
+grant execute on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer), guestpass_server.storage_bucket(text)
     to anon, authenticated, service_role;
 grant execute on function guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(integer, integer, boolean),
-    guestpass_server.storage_sweep_done(text[]) to guestpass_authenticator;
+    guestpass_server.storage_sweep_done(text[]), guestpass_server.storage_upload_abandon(text) to guestpass_authenticator;

@@ -1,0 +1,196 @@
+import Foundation
+import GuestPassObjectStore
+import GuestPassPostgres
+import GuestPassStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import StorageProtocol
+
+/// Downloads and info: `GET`/`HEAD /object/{bucket}/{key}` (also `/object/authenticated/…`) under the caller's
+/// policies; `/object/public/…` for public buckets with no key; `/object/sign/…?token=` for signed URLs;
+/// `GET /object/info/…`. Bytes stream from the backend to the socket; `Range` (one range, 206), `If-None-Match`
+/// (304), and `download=` (`Content-Disposition`) as the real server answers them.
+struct StorageDownloadRoutes: Sendable {
+    let services: StorageServices
+
+    /// A visible object: its row's facts.
+    struct Found {
+        let app: UUID
+        let id: UUID
+        let version: String
+        let metadata: [String: Any]
+        let metadataText: String
+        let userMetadataText: String?
+        let createdAt: String
+        let updatedAt: String
+        let lastModified: String
+        let bucket: String
+        let name: String
+
+        var size: Int64 { (self.metadata["size"] as? NSNumber)?.int64Value ?? 0 }
+        var mimeType: String { self.metadata["mimetype"] as? String ?? "application/octet-stream" }
+        var cacheControl: String { self.metadata["cacheControl"] as? String ?? "no-cache" }
+        var eTag: String { self.metadata["eTag"] as? String ?? "\"\(self.version)\"" }
+    }
+
+    func register(on group: RouterGroup<CallerContext>) {
+        for prefix in ["object/info/authenticated/**", "object/info/**"] {
+            group.get(RouterPath(prefix)) { request, context in
+                let path = try StoragePath.object(request, skipping: prefix.hasPrefix("object/info/authenticated") ? 3 : 2)
+                return try await self.info(try await self.find(path, caller: context.caller))
+            }
+        }
+        for prefix in ["object/authenticated/**", "object/**"] {
+            for method in [HTTPRequest.Method.get, .head] {
+                group.on(RouterPath(prefix), method: method) { request, context in
+                    let path = try StoragePath.object(request, skipping: prefix.hasPrefix("object/authenticated") ? 2 : 1)
+                    return try await self.serve(request, try await self.find(path, caller: context.caller))
+                }
+            }
+        }
+    }
+
+    func registerOpen(on group: RouterGroup<AppRequestContext>) {
+        for method in [HTTPRequest.Method.get, .head] {
+            group.on("object/public/**", method: method) { request, _ in
+                try await self.serve(request, try await self.findPublic(try StoragePath.object(request, skipping: 2)))
+            }
+        }
+        group.get("object/info/public/**") { request, _ in
+            try await self.info(try await self.findPublic(try StoragePath.object(request, skipping: 3)))
+        }
+        group.get("object/sign/**") { request, _ in
+            let path = try StoragePath.object(request, skipping: 2)
+            let claims = try self.services.signer.verify(
+                request.uri.queryParameters.get("token"), scope: .download, url: "\(path.bucket)/\(path.key)")
+            let found = try await self.find(path, identity: self.services.serviceIdentity(app: claims.app), app: claims.app)
+            var response = try await self.serve(request, found)
+            response.headers[.cacheControl] = nil
+            response.headers[.expires] = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+            return response
+        }
+    }
+
+    /// The object as the caller sees it: under its policies, or for a public bucket whatever they say (as Supabase).
+    private func find(_ path: StoragePath, caller: Caller) async throws -> Found {
+        do {
+            return try await self.find(path, identity: caller.identity, app: caller.appID, publicFallback: true)
+        }
+    }
+
+    /// A public bucket's object, found by the bucket's name alone (public names are unique across apps).
+    private func findPublic(_ path: StoragePath) async throws -> Found {
+        let results = try await self.services.pool.withConnection { connection in
+            try await connection.run { try $0.execute(StorageStatements.publicBucketApp(path.bucket)) }
+        }
+        guard let app = try results.first?.decode(UUID?.self, "app_id") else { throw StorageFailure.noSuchBucket }
+        return try await self.find(path, identity: self.services.serviceIdentity(app: app), app: app)
+    }
+
+    private func find(_ path: StoragePath, identity: RequestIdentity, app: UUID, publicFallback: Bool = false) async throws -> Found {
+        let results = try await self.services.pool.requestTransaction(identity, readOnly: true, [StorageStatements.object(bucket: path.bucket, name: path.key)])
+        guard let row = results.first?.first else { throw StorageFailure.noSuchBucket }
+        guard let id = try row.decode(UUID?.self, "id") else {
+            if publicFallback, try row.decode(Bool.self, "public"), identity.role != .serviceRole {
+                return try await self.find(path, identity: self.services.serviceIdentity(app: app), app: app)
+            }
+            throw StorageFailure.noSuchKey
+        }
+        let metadataText = try row.decode(String.self, "metadata")
+        let metadata = (try? JSONSerialization.jsonObject(with: Data(metadataText.utf8))) as? [String: Any] ?? [:]
+        return Found(
+            app: app, id: id, version: try row.decode(String.self, "version"), metadata: metadata, metadataText: metadataText,
+            userMetadataText: try row.decode(String?.self, "user_metadata"), createdAt: try row.decode(String.self, "created_at"),
+            updatedAt: try row.decode(String.self, "updated_at"), lastModified: try row.decode(String.self, "last_modified"),
+            bucket: path.bucket, name: path.key)
+    }
+
+    /// `GET /object/info/…`: Supabase's info body (`metadata` is the user's).
+    private func info(_ found: Found) async throws -> Response {
+        let body =
+            "{\"id\":\(Self.quoted(found.id.lowercasedString)),\"name\":\(Self.quoted(found.name)),\"version\":\(Self.quoted(found.version)),"
+            + "\"bucket_id\":\(Self.quoted(found.bucket)),\"size\":\(found.size),\"content_type\":\(Self.quoted(found.mimeType)),"
+            + "\"cache_control\":\(Self.quoted(found.cacheControl)),\"etag\":\(Self.quoted(found.eTag)),"
+            + "\"metadata\":\(found.userMetadataText ?? "{}"),\"last_modified\":\(Self.quoted(found.updatedAt)),"
+            + "\"created_at\":\(Self.quoted(found.createdAt))}"
+        return StorageServices.json(body)
+    }
+
+    private static func quoted(_ text: String) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8), as: UTF8.self)
+            .dropFirst().dropLast().description
+    }
+
+    /// The bytes (or, for HEAD, the headers) of `found`.
+    private func serve(_ request: Request, _ found: Found) async throws -> Response {
+        var headers: HTTPFields = [
+            .contentType: found.mimeType.lowercased().hasPrefix("text/html") ? "text/plain" : found.mimeType,
+            .eTag: found.eTag, .lastModified: found.lastModified, .cacheControl: found.cacheControl, .acceptRanges: "bytes",
+            .xRobotsTag: "none",
+        ]
+        if let download = request.uri.queryParameters.get("download") {
+            let name = download.isEmpty ? "" : StorageURL.encode(download)
+            headers[.contentDisposition] = name.isEmpty ? "attachment;" : "attachment; filename=\(name); filename*=UTF-8''\(name)"
+        }
+        if let tags = request.headers[.ifNoneMatch], tags.split(separator: ",").contains(where: {
+            let tag = $0.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == found.eTag || tag == "W/" + found.eTag
+        }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        let size = found.size
+        var range: ClosedRange<Int64>?
+        switch ByteRange.resolve(request.headers[.range], size: size) {
+        case .whole: range = nil
+        case .partial(let bounds): range = bounds
+        case .unsatisfiable:
+            var answer = StorageFailure.make(416, .invalidRange, error: "Range Not Satisfiable", "The requested range is not satisfiable")
+            answer.headers[.contentRange] = "bytes */\(size)"
+            throw answer
+        }
+        if let range { headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)" }
+        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
+        headers[.contentLength] = String(length)
+        let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
+        if request.method == .head { return Response(status: status, headers: headers) }
+        let download: ObjectDownload
+        do {
+            download = try await self.services.backend.get(StorageServices.backendKey(app: found.app, version: found.version), range: range)
+        } catch ObjectBackendError.notFound {
+            var answer = StorageFailure.bytesMissing
+            answer.headers[.cacheControl] = "no-store"
+            throw answer
+        }
+        let backend = self.services.backend.kind
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: Int(length)) { writer in
+                var sent: Int64 = 0
+                try await download.stream { chunk in
+                    sent += Int64(chunk.readableBytes)
+                    try await writer.write(chunk)
+                }
+                ServiceMetrics.storageBytes("out", sent, backend: backend)
+                try await writer.finish(nil)
+            })
+    }
+}
+
+extension HTTPField.Name {
+    static let xRobotsTag = Self("X-Robots-Tag")!
+}
+
+/// `Expires` and friends: an IMF-fixdate (RFC 9110 §5.6.7).
+enum HTTPDate {
+    static func format(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return String(
+            format: "%@, %02d %@ %04d %02d:%02d:%02d GMT", days[Int(parts.tm_wday)], Int(parts.tm_mday), months[Int(parts.tm_mon)],
+            Int(parts.tm_year) + 1900, Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import GuestPassCrypto
+import GuestPassObjectStore
+import GuestPassPostgres
+import GuestPassStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import StorageProtocol
+
+/// What the storage routes share: the pool, the bytes' backend, the URL signer and the settings.
+struct StorageServices: Sendable {
+    let pool: PostgresPool
+    let backend: any ObjectBackend
+    let signer: StorageSigner
+    /// How long an upload's reservation lasts before the sweep may take its bytes (`GUESTPASS_STORAGE_UPLOAD_GRACE`).
+    let uploadGraceSeconds: Int
+    /// How long a signed upload URL stays valid (Supabase's `UPLOAD_SIGNED_URL_EXPIRATION_TIME`; hosted uses 2 h).
+    let signedUploadSeconds: Int
+
+    /// The backend key of an object's version.
+    static func backendKey(app: UUID, version: String) -> String { "\(app.lowercasedString)/\(version)" }
+}
+
+/// Supabase Storage's API at `/storage/v1`, for storage3 (supabase-py) and supabase-swift's `storage` unchanged:
+/// buckets (`StorageBucketRoutes`), uploads (`StorageUploadRoutes`), downloads and info (`StorageDownloadRoutes`),
+/// list, remove, move, copy and signatures (`StorageObjectRoutes`). Errors in storage's shape (`StorageFailure`).
+/// Image transformations (`/render/image`) and resumable uploads (`/upload/resumable`, TUS) are not served: 501
+/// `NotImplemented` says so.
+struct StorageRoutes: Sendable {
+    let services: StorageServices
+    let authenticator: Authenticator
+
+    func register(on router: Router<AppRequestContext>) {
+        let root = router.group("storage/v1").add(middleware: ErrorMiddleware(dialect: .storage))
+        // Public and signed access: no API key (a browser fetching a URL sends none).
+        StorageDownloadRoutes(services: self.services).registerOpen(on: root)
+        StorageUploadRoutes(services: self.services).registerOpen(on: root)
+        for path in ["render/image/**", "upload/resumable", "upload/resumable/**"] {
+            for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete, .options] {
+                root.on(RouterPath(path), method: method) { request, _ -> Response in
+                    throw StorageFailure.notServed(request.uri.path.contains("render/") ? "Image transformation" : "Resumable (TUS) upload")
+                }
+            }
+        }
+        let callers = root.add(middleware: AuthenticationMiddleware(authenticator: self.authenticator)).group(context: CallerContext.self)
+        StorageBucketRoutes(services: self.services).register(on: callers)
+        StorageObjectRoutes(services: self.services).register(on: callers)
+        StorageUploadRoutes(services: self.services).register(on: callers)
+        StorageDownloadRoutes(services: self.services).register(on: callers)
+    }
+}
+
+/// A bucket and an object key taken from a request path, checked (`ObjectName`) and percent-decoded.
+struct StoragePath {
+    let bucket: String
+    let key: String
+
+    /// The bucket and key after the path's first `skipping` segments past `/storage/v1/` (`object/public` is 2).
+    static func object(_ request: Request, skipping: Int) throws -> StoragePath {
+        let segments = try Self.segments(request, skipping: skipping)
+        guard segments.count >= 2 else { throw StorageFailure.invalidKey(segments.dropFirst().joined(separator: "/")) }
+        return StoragePath(bucket: try ObjectName.bucket(segments[0]), key: try ObjectName.key(segments.dropFirst().joined(separator: "/")))
+    }
+
+    /// The bucket alone (`/object/list/{bucket}`, `/bucket/{id}`).
+    static func bucket(_ request: Request, skipping: Int) throws -> String {
+        let segments = try Self.segments(request, skipping: skipping)
+        guard segments.count == 1 else { throw StorageFailure.invalidBucketName(segments.joined(separator: "/")) }
+        return try ObjectName.bucket(segments[0])
+    }
+
+    private static func segments(_ request: Request, skipping: Int) throws -> [String] {
+        let raw = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(3 + skipping)
+        return try raw.map { segment in
+            guard let decoded = segment.removingPercentEncoding else { throw StorageFailure.invalidKey(String(segment)) }
+            return decoded
+        }
+    }
+}
+
+extension StorageServices {
+    /// The identity of public and signed access: the bucket's app's secret-key role (its tenant policy still applies).
+    func serviceIdentity(app: UUID) -> RequestIdentity { .apiKey(.serviceRole, app: app) }
+
+    /// A JSON answer from text SQL built.
+    static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A JSON answer from an `Encodable`.
+    static func json(_ value: some Encodable) throws -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try CompactJSONEncoder().encode(value))))
+    }
+
+    /// Runs `statements` in the request transaction of `identity`; the results of the statements.
+    func run(_ identity: RequestIdentity, _ statements: [PostgresStatement]) async throws -> [PostgresResult] {
+        try await self.pool.requestTransaction(identity, statements)
+    }
+}
+
+struct StorageMessage: Encodable {
+    let message: String
+}

@@ -1,0 +1,170 @@
+import Foundation
+import GuestPassCrypto
+import GuestPassObjectStore
+import GuestPassPostgres
+import GuestPassStore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import StorageProtocol
+
+/// Uploads: `POST` (new, or with `x-upsert: true` replace) and `PUT` (always an upsert, as the real server does)
+/// `/object/{bucket}/{key}`, multipart from either SDK or a raw body; signed upload URLs (`POST` and `PUT
+/// /object/upload/sign/{bucket}/{key}`).
+///
+/// Order, for consistency: (1) one request transaction reserves a fresh version and tries the write under the
+/// caller's policies, rolled back (so a refusal, a missing bucket, a MIME type or a quota come before any byte);
+/// (2) the bytes stream to the backend under `<app>/<version>`, within the size limit, durable before (3) the row is
+/// written in a second request transaction, under the caller's policies again. A crash between (2) and (3) leaves
+/// bytes only the sweep knows; a failed (3) deletes them at once. A row never names bytes that are not whole.
+struct StorageUploadRoutes: Sendable {
+    let services: StorageServices
+
+    func register(on group: RouterGroup<CallerContext>) {
+        group.post("object/upload/sign/**") { request, context in try await self.createSignedUpload(request, context) }
+        group.post("object/**") { request, context in
+            let path = try StoragePath.object(request, skipping: 1)
+            let upsert = request.headers[.xUpsert] == "true"
+            return try await self.upload(request, path: path, caller: context.caller, upsert: upsert)
+        }
+        group.put("object/**") { request, context in
+            try await self.upload(request, path: try StoragePath.object(request, skipping: 1), caller: context.caller, upsert: true)
+        }
+    }
+
+    /// `PUT /object/upload/sign/{bucket}/{key}?token=`: no API key; the token's signer is the owner.
+    func registerOpen(on group: RouterGroup<AppRequestContext>) {
+        group.put("object/upload/sign/**") { request, _ in
+            let path = try StoragePath.object(request, skipping: 3)
+            let claims = try self.services.signer.verify(
+                request.uri.queryParameters.get("token"), scope: .upload, url: "\(path.bucket)/\(path.key)")
+            let identity = self.services.serviceIdentity(app: claims.app)
+            let id = try await self.store(
+                request, path: path, identity: identity, app: claims.app, owner: claims.owner, device: claims.device,
+                upsert: claims.upsert ?? false)
+            _ = id  // The signed upload answers the key only, as Supabase does.
+            return try StorageServices.json(SignedUploadAnswer(Key: "\(path.bucket)/\(path.key)"))
+        }
+    }
+
+    private func upload(_ request: Request, path: StoragePath, caller: Caller, upsert: Bool) async throws -> Response {
+        let id = try await self.store(
+            request, path: path, identity: caller.identity, app: caller.appID, owner: nil, device: nil, upsert: upsert)
+        return try StorageServices.json(UploadAnswer(Id: id.lowercasedString, Key: "\(path.bucket)/\(path.key)"))
+    }
+
+    /// Stores one upload; the object's id.
+    private func store(
+        _ request: Request, path: StoragePath, identity: RequestIdentity, app: UUID, owner: UUID?, device: UUID?, upsert: Bool
+    ) async throws -> UUID {
+        let (description, body) = try await UploadBodySource.open(request)
+        var source = body
+        let version = UUID().lowercasedString
+        let key = StorageServices.backendKey(app: app, version: version)
+        var write = StorageStatements.ObjectWrite(
+            id: UUID(), bucket: path.bucket, name: path.key, owner: owner, device: device, version: version,
+            metadataJSON: try Self.metadata(description, size: description.declaredLength ?? 0, version: version),
+            userMetadataJSON: description.userMetadataJSON, upsert: upsert)
+        let begun = try await self.services.run(
+            identity, StorageStatements.beginUpload(write, mimeType: description.mimeType, declaredLength: description.declaredLength, graceSeconds: self.services.uploadGraceSeconds))
+        guard let plan = begun.first?.first else { throw StorageFailure.noSuchBucket }
+        let sizeLimit = try plan.decode(Int64.self, "size_limit")
+        let bytesLeft = try plan.decode(Int64?.self, "user_bytes_left")
+        let limit = min(sizeLimit, bytesLeft ?? sizeLimit)
+        let size: Int64
+        do {
+            size = try await self.services.backend.put(key, from: &source, limit: limit, contentType: description.mimeType)
+        } catch ObjectBackendError.tooLarge {
+            await self.abandon(key)
+            if let bytesLeft, bytesLeft < sizeLimit { throw StorageFailure.quota("no more bytes") }
+            throw StorageFailure.tooLarge
+        } catch {
+            await self.abandon(key)
+            throw error
+        }
+        ServiceMetrics.storageBytes("in", size, backend: self.services.backend.kind)
+        ServiceMetrics.storageObjects("upload")
+        write.metadataJSON = try Self.metadata(description, size: size, version: version)
+        do {
+            let results = try await self.services.run(identity, [StorageStatements.writeObject(write)])
+            if upsert, let id = try results.first?.first?.decode(UUID.self, "id") { return id }
+            return write.id
+        } catch {
+            await self.abandon(key)
+            throw error
+        }
+    }
+
+    /// Deletes the bytes of an upload that will have no row, then its reservation (best effort: the sweep reclaims
+    /// what this misses after the grace period).
+    private func abandon(_ key: String) async {
+        do {
+            try await self.services.backend.delete(key)
+            try await self.services.pool.withConnection { connection in
+                try await connection.run { try $0.execute(StorageStatements.abandonUpload(key: key)) }
+            }
+        } catch {}
+    }
+
+    /// Supabase's system metadata of a stored object.
+    static func metadata(_ description: UploadDescription, size: Int64, version: String) throws -> String {
+        let now = RFC3339.format(Date())
+        let metadata = SystemMetadata(
+            eTag: "\"\(version.replacingOccurrences(of: "-", with: ""))\"", size: size, mimetype: description.mimeType,
+            cacheControl: description.cacheControl, lastModified: now, contentLength: size, httpStatusCode: 200)
+        return String(decoding: try CompactJSONEncoder().encode(metadata), as: UTF8.self)
+    }
+
+    /// `POST /object/upload/sign/{bucket}/{key}`: the caller's policies are tried now (as Supabase's dry run), the
+    /// token carries the caller as the owner.
+    private func createSignedUpload(_ request: Request, _ context: CallerContext) async throws -> Response {
+        let path = try StoragePath.object(request, skipping: 3)
+        let upsert = request.headers[.xUpsert] == "true"
+        let write = StorageStatements.ObjectWrite(
+            id: UUID(), bucket: path.bucket, name: path.key, owner: nil, device: nil, version: UUID().lowercasedString,
+            metadataJSON: "{}", userMetadataJSON: nil, upsert: upsert)
+        _ = try await self.services.run(
+            context.caller.identity,
+            StorageStatements.beginUpload(write, mimeType: nil, declaredLength: nil, graceSeconds: 1) + [PostgresStatement("rollback")])
+        let claims = StorageSigner.Claims(
+            url: "\(path.bucket)/\(path.key)", scope: .upload, app: context.caller.appID,
+            exp: Int(Date().timeIntervalSince1970) + self.services.signedUploadSeconds, owner: context.caller.token?.userID,
+            device: context.caller.token?.deviceID, upsert: upsert)
+        let token = try self.services.signer.token(claims)
+        let url = "/object/upload/sign/\(StorageURL.encode(path.bucket))/\(StorageURL.encode(path.key))?token=\(token)"
+        return try StorageServices.json(SignedUploadURLAnswer(url: url, token: token))
+    }
+}
+
+struct UploadAnswer: Encodable {
+    let Id: String
+    let Key: String
+}
+
+struct SignedUploadAnswer: Encodable {
+    let Key: String
+}
+
+struct SignedUploadURLAnswer: Encodable {
+    let url: String
+    let token: String
+}
+
+struct SystemMetadata: Encodable {
+    let eTag: String
+    let size: Int64
+    let mimetype: String
+    let cacheControl: String
+    let lastModified: String
+    let contentLength: Int64
+    let httpStatusCode: Int
+}
+
+/// Percent-encoding of a bucket or key for a URL path (each segment; `/` kept).
+enum StorageURL {
+    static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#;")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
