@@ -57,6 +57,8 @@ public struct AppConfiguration: Sendable {
     /// Whether this server delivers the mail outbox (`GUESTPASS_MAIL_SENDER`, `on` by default; `off` for a replica
     /// that should leave it to others).
     public var mailSender = true
+    /// Storage: where objects' bytes live and the storage API's timings (`StorageConfiguration`).
+    public var storage = StorageConfiguration()
     /// The registry `/metrics` serves; `guestpass serve` bootstraps swift-metrics with it. Nil: no metrics listener.
     public var metricsRegistry: PrometheusCollectorRegistry?
     /// Runs between Apple's DeviceCheck update and the database commit of a welcome grant. Tests (`@testable`) inject
@@ -116,6 +118,7 @@ public struct AppConfiguration: Sendable {
             }
             self.publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         }
+        self.storage = try StorageConfiguration(environment: environment)
         if let sender = environment["GUESTPASS_MAIL_SENDER"], !sender.isEmpty {
             guard sender == "on" || sender == "off" else { throw ConfigurationError("GUESTPASS_MAIL_SENDER must be on or off, got \(sender)") }
             self.mailSender = sender == "on"

@@ -22,8 +22,14 @@ public func buildApplication(
     let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
     // One authenticator (and API-key cache) for the routes and the Realtime socket's upgrade.
     let authenticator = Authenticator(keys: APIKeyResolver(functions: ServerFunctions(pool: pool)), tokens: tokens)
+    let storageBackend = try configuration.storage.makeBackend()
+    let storage = storageBackend.map {
+        StorageServices(
+            pool: pool, backend: $0, signer: StorageSigner(refreshTokenKey: tokens.configuration.refreshTokenKey),
+            uploadGraceSeconds: configuration.storage.uploadGraceSeconds, signedUploadSeconds: configuration.storage.signedUploadSeconds)
+    }
     let router = buildRouter(
-        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog,
+        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
@@ -41,6 +47,9 @@ public func buildApplication(
                 passwords: SMTPPasswordSealer(refreshTokenKey: tokens.configuration.refreshTokenKey), publicURL: { publicURL.withLockedValue { $0 } },
                 logger: logger
             ))
+    }
+    if let storageBackend {
+        services.append(StorageSweeper(sweep: StorageSweep(pool: pool, backend: storageBackend), interval: .seconds(2), logger: logger))
     }
     var pools = [(name: "primary", pool: pool)]
     if let readPool {
@@ -76,7 +85,7 @@ public func buildApplication(
 /// everything to `pool`.
 func buildRouter(
     pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, authenticator: Authenticator, catalog: SchemaCache,
-    deviceCheck: DeviceCheckClients,
+    storage: StorageServices? = nil, deviceCheck: DeviceCheckClients,
     apple: AppleVerifiers,
     readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void, maxRows: Int = 1000
 ) -> Router<AppRequestContext> {
@@ -95,6 +104,11 @@ func buildRouter(
     RPCRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     TableRoutes(pool: pool, reads: reads, authenticator: authenticator, catalog: catalog, maxRows: maxRows).register(on: router)
     RealtimeRoutes.registerRefusals(authenticator: authenticator, on: router)
+    if let storage {
+        StorageRoutes(services: storage, authenticator: authenticator).register(on: router)
+    } else {
+        StorageRoutes.registerUnconfigured(on: router)
+    }
     AccountRoutes(functions: functions, authenticator: authenticator, tokens: tokens, apple: apple, schemas: catalog.schemas).register(on: router)
     DeviceCheckGrantRoutes(
         functions: functions, authenticator: authenticator, clients: deviceCheck, lease: GrantLease(functions: functions),

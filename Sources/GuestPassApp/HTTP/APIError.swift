@@ -237,7 +237,8 @@ extension APIError {
                 PostgRESTErrorBody(code: self.code, message: self.message, details: self.details, hint: self.hint))
         case .storage:
             data = try CompactJSONEncoder().encode(
-                StorageErrorBody(statusCode: String(self.status.code), code: self.code, error: self.storageErrorName ?? "Error", message: self.message))
+                StorageErrorBody(
+                    statusCode: String(self.status.code), code: self.code, error: self.storageErrorName ?? "Error", message: self.message))
         }
         var headers = self.headers
         headers[.contentType] = "application/json"

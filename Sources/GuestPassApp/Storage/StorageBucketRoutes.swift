@@ -110,10 +110,13 @@ struct StorageBucketRoutes: Sendable {
     private static func mimeTypes(_ body: StorageBody) throws -> [String]?? {
         guard body.object["allowed_mime_types"] != nil else { return nil }
         guard let types = try body.strings("allowed_mime_types") else { return .some(nil) }
-        guard types.count <= 100, types.allSatisfy({ type in
-            let parts = type.split(separator: "/", omittingEmptySubsequences: false)
-            return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && type.utf8.count <= 255 && type.utf8.allSatisfy { $0 > 32 && $0 < 127 }
-        }) else { throw StorageFailure.invalidRequest("allowed_mime_types must be at most 100 entries of type/subtype") }
+        guard types.count <= 100,
+            types.allSatisfy({ type in
+                let parts = type.split(separator: "/", omittingEmptySubsequences: false)
+                return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty && type.utf8.count <= 255
+                    && type.utf8.allSatisfy { $0 > 32 && $0 < 127 }
+            })
+        else { throw StorageFailure.invalidRequest("allowed_mime_types must be at most 100 entries of type/subtype") }
         return .some(types.isEmpty ? nil : types)
     }
 }

@@ -34,49 +34,40 @@ struct StorageDownloadRoutes: Sendable {
         var eTag: String { self.metadata["eTag"] as? String ?? "\"\(self.version)\"" }
     }
 
-    func register(on group: RouterGroup<CallerContext>) {
-        for prefix in ["object/info/authenticated/**", "object/info/**"] {
-            group.get(RouterPath(prefix)) { request, context in
-                let path = try StoragePath.object(request, skipping: prefix.hasPrefix("object/info/authenticated") ? 3 : 2)
-                return try await self.info(try await self.find(path, caller: context.caller))
-            }
-        }
-        for prefix in ["object/authenticated/**", "object/**"] {
-            for method in [HTTPRequest.Method.get, .head] {
-                group.on(RouterPath(prefix), method: method) { request, context in
-                    let path = try StoragePath.object(request, skipping: prefix.hasPrefix("object/authenticated") ? 2 : 1)
-                    return try await self.serve(request, try await self.find(path, caller: context.caller))
-                }
-            }
-        }
+    /// `GET /object/info/{bucket}/{key}` (`skipping` 2) or `/object/info/authenticated/…` (3).
+    func info(_ request: Request, caller: Caller, skipping: Int) async throws -> Response {
+        try await self.info(try await self.find(try StoragePath.object(request, skipping: skipping), caller: caller))
     }
 
-    func registerOpen(on group: RouterGroup<AppRequestContext>) {
-        for method in [HTTPRequest.Method.get, .head] {
-            group.on("object/public/**", method: method) { request, _ in
-                try await self.serve(request, try await self.findPublic(try StoragePath.object(request, skipping: 2)))
-            }
-        }
-        group.get("object/info/public/**") { request, _ in
-            try await self.info(try await self.findPublic(try StoragePath.object(request, skipping: 3)))
-        }
-        group.get("object/sign/**") { request, _ in
-            let path = try StoragePath.object(request, skipping: 2)
-            let claims = try self.services.signer.verify(
-                request.uri.queryParameters.get("token"), scope: .download, url: "\(path.bucket)/\(path.key)")
-            let found = try await self.find(path, identity: self.services.serviceIdentity(app: claims.app), app: claims.app)
-            var response = try await self.serve(request, found)
-            response.headers[.cacheControl] = nil
-            response.headers[.expires] = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(claims.exp)))
-            return response
-        }
+    /// `GET`/`HEAD /object/{bucket}/{key}` (`skipping` 1) or `/object/authenticated/…` (2).
+    func download(_ request: Request, caller: Caller, skipping: Int) async throws -> Response {
+        try await self.serve(request, try await self.find(try StoragePath.object(request, skipping: skipping), caller: caller))
+    }
+
+    /// `GET`/`HEAD /object/public/{bucket}/{key}`.
+    func downloadPublic(_ request: Request) async throws -> Response {
+        try await self.serve(request, try await self.findPublic(try StoragePath.object(request, skipping: 2)))
+    }
+
+    /// `GET /object/info/public/{bucket}/{key}`.
+    func infoPublic(_ request: Request) async throws -> Response {
+        try await self.info(try await self.findPublic(try StoragePath.object(request, skipping: 3)))
+    }
+
+    /// `GET /object/sign/{bucket}/{key}?token=`: `Expires` instead of `Cache-Control`, as the real server answers.
+    func downloadSigned(_ request: Request) async throws -> Response {
+        let path = try StoragePath.object(request, skipping: 2)
+        let claims = try self.services.signer.verify(request.uri.queryParameters.get("token"), scope: .download, url: "\(path.bucket)/\(path.key)")
+        let found = try await self.find(path, identity: self.services.serviceIdentity(app: claims.app), app: claims.app)
+        var response = try await self.serve(request, found)
+        response.headers[.cacheControl] = nil
+        response.headers[.expires] = HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+        return response
     }
 
     /// The object as the caller sees it: under its policies, or for a public bucket whatever they say (as Supabase).
     private func find(_ path: StoragePath, caller: Caller) async throws -> Found {
-        do {
-            return try await self.find(path, identity: caller.identity, app: caller.appID, publicFallback: true)
-        }
+        try await self.find(path, identity: caller.identity, app: caller.appID, publicFallback: true)
     }
 
     /// A public bucket's object, found by the bucket's name alone (public names are unique across apps).
@@ -89,7 +80,8 @@ struct StorageDownloadRoutes: Sendable {
     }
 
     private func find(_ path: StoragePath, identity: RequestIdentity, app: UUID, publicFallback: Bool = false) async throws -> Found {
-        let results = try await self.services.pool.requestTransaction(identity, readOnly: true, [StorageStatements.object(bucket: path.bucket, name: path.key)])
+        let results = try await self.services.pool.requestTransaction(
+            identity, readOnly: true, [StorageStatements.object(bucket: path.bucket, name: path.key)])
         guard let row = results.first?.first else { throw StorageFailure.noSuchBucket }
         guard let id = try row.decode(UUID?.self, "id") else {
             if publicFallback, try row.decode(Bool.self, "public"), identity.role != .serviceRole {
@@ -118,8 +110,10 @@ struct StorageDownloadRoutes: Sendable {
     }
 
     private static func quoted(_ text: String) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8), as: UTF8.self)
-            .dropFirst().dropLast().description
+        String(
+            decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8), as: UTF8.self
+        )
+        .dropFirst().dropLast().description
     }
 
     /// The bytes (or, for HEAD, the headers) of `found`.
@@ -133,10 +127,12 @@ struct StorageDownloadRoutes: Sendable {
             let name = download.isEmpty ? "" : StorageURL.encode(download)
             headers[.contentDisposition] = name.isEmpty ? "attachment;" : "attachment; filename=\(name); filename*=UTF-8''\(name)"
         }
-        if let tags = request.headers[.ifNoneMatch], tags.split(separator: ",").contains(where: {
-            let tag = $0.trimmingCharacters(in: .whitespaces)
-            return tag == "*" || tag == found.eTag || tag == "W/" + found.eTag
-        }) {
+        if let tags = request.headers[.ifNoneMatch],
+            tags.split(separator: ",").contains(where: {
+                let tag = $0.trimmingCharacters(in: .whitespaces)
+                return tag == "*" || tag == found.eTag || tag == "W/" + found.eTag
+            })
+        {
             return Response(status: .notModified, headers: headers)
         }
         let size = found.size

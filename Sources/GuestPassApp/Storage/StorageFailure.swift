@@ -91,12 +91,14 @@ enum StorageFailure {
             if detail == "size" { return Self.tooLarge }
             return Self.quota("at most \(Self.describe(detail))")
         case .unsupportedMediaType?: return make(415, .invalidMimeType, error: "invalid_mime_type", "mime type is not supported by this bucket")
-        case .storageReservationExpired?: return make(408, .invalidRequest, error: "Request Timeout", "The upload took longer than its reservation; upload again")
+        case .storageReservationExpired?:
+            return make(408, .invalidRequest, error: "Request Timeout", "The upload took longer than its reservation; upload again")
         case .notFoundRaised?: return Self.noSuchBucket
         case .rateLimited?: return make(429, .slowDown, error: "Too Many Requests", "Too many requests; retry later")
         case .queryCanceled?: return make(503, .databaseTimeout, error: "Service Unavailable", "The request took too long; retry shortly")
         case .serializationFailure?, .deadlockDetected?: return make(409, .invalidRequest, error: "Conflict", "A concurrent change conflicted; retry")
-        case let state? where state.isClientError: return make(400, .invalidRequest, error: "Error", "A value in the request is not valid (SQLSTATE \(state.rawValue))")
+        case let state? where state.isClientError:
+            return make(400, .invalidRequest, error: "Error", "A value in the request is not valid (SQLSTATE \(state.rawValue))")
         default: return make(500, .internalError, error: "Internal Server Error", "Internal Server Error")
         }
     }

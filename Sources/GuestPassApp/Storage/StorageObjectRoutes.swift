@@ -11,17 +11,7 @@ import StorageProtocol
 struct StorageObjectRoutes: Sendable {
     let services: StorageServices
 
-    func register(on group: RouterGroup<CallerContext>) {
-        group.post("object/list/:bucket") { request, context in try await self.list(request, context) }
-        group.delete("object/:bucket") { request, context in try await self.remove(request, context) }
-        group.delete("object/**") { request, context in try await self.removeOne(request, context) }
-        group.post("object/move") { request, context in try await self.move(request, context) }
-        group.post("object/copy") { request, context in try await self.copy(request, context) }
-        group.post("object/sign/:bucket") { request, context in try await self.signMany(request, context) }
-        group.post("object/sign/**") { request, context in try await self.signOne(request, context) }
-    }
-
-    private func list(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func list(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let bucket = try StoragePath.bucket(request, skipping: 2)
         let body = try await StorageBody.read(&request)
@@ -41,7 +31,7 @@ struct StorageObjectRoutes: Sendable {
         guard search.utf8.count <= ObjectName.maxKeyBytes, !search.utf8.contains(0) else { throw StorageFailure.invalidRequest("search is too long") }
         // The bucket as the object routes see it (its app's, whatever the bucket policies say), then the entries.
         let results = try await self.services.pool.requestTransaction(
-            context.caller.identity, readOnly: true,
+            caller.identity, readOnly: true,
             [
                 StorageStatements.bucketExists(bucket),
                 StorageStatements.list(
@@ -56,7 +46,7 @@ struct StorageObjectRoutes: Sendable {
         return results.first?.first != nil
     }
 
-    private func remove(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func remove(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let bucket = try StoragePath.bucket(request, skipping: 1)
         let body = try await StorageBody.read(&request)
@@ -64,15 +54,15 @@ struct StorageObjectRoutes: Sendable {
             throw StorageFailure.invalidRequest("body/prefixes must hold 1 to 1000 names")
         }
         let names = try prefixes.map { try ObjectName.key($0) }
-        let results = try await self.services.run(context.caller.identity, [StorageStatements.remove(bucket: bucket, names: names)])
+        let results = try await self.services.run(caller.identity, [StorageStatements.remove(bucket: bucket, names: names)])
         let text = try results.first?.first?.decode(String.self, "body") ?? "[]"
         return StorageServices.json(text)
     }
 
     /// `DELETE /object/{bucket}/{key}` (no SDK sends it; the real server serves it): 200 with a message, or 404.
-    private func removeOne(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func removeOne(_ request: Request, caller: Caller) async throws -> Response {
         let path = try StoragePath.object(request, skipping: 1)
-        let results = try await self.services.run(context.caller.identity, [StorageStatements.remove(bucket: path.bucket, names: [path.key])])
+        let results = try await self.services.run(caller.identity, [StorageStatements.remove(bucket: path.bucket, names: [path.key])])
         let text = try results.first?.first?.decode(String.self, "body") ?? "[]"
         guard text != "[]" else { throw StorageFailure.noSuchKey }
         return try StorageServices.json(StorageMessage(message: "Successfully deleted"))
@@ -88,22 +78,21 @@ struct StorageObjectRoutes: Sendable {
         )
     }
 
-    private func move(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func move(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let (from, to) = try self.endpoints(try await StorageBody.read(&request))
         let results = try await self.services.run(
-            context.caller.identity, [StorageStatements.move(bucket: from.bucket, name: from.key, toBucket: to.bucket, toName: to.key)])
+            caller.identity, [StorageStatements.move(bucket: from.bucket, name: from.key, toBucket: to.bucket, toName: to.key)])
         guard results.first?.first != nil else { throw StorageFailure.noSuchKey }
         return try StorageServices.json(StorageMessage(message: "Successfully moved"))
     }
 
     /// Copy: the source as the caller sees it, its bytes to a fresh version, then the new row under the caller's
     /// policies (INSERT, or with `x-upsert` an upsert), as an upload is.
-    private func copy(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func copy(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let (from, to) = try self.endpoints(try await StorageBody.read(&request))
         let upsert = request.headers[.xUpsert] == "true"
-        let caller = context.caller
         let source = try await self.services.pool.requestTransaction(
             caller.identity, readOnly: true, [StorageStatements.object(bucket: from.bucket, name: from.key)])
         guard let row = source.first?.first else { throw StorageFailure.noSuchBucket }
@@ -143,20 +132,20 @@ struct StorageObjectRoutes: Sendable {
         return "/object/sign/\(StorageURL.encode(bucket))/\(StorageURL.encode(key))?token=\(token)"
     }
 
-    private func signOne(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func signOne(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let path = try StoragePath.object(request, skipping: 2)
         let body = try await StorageBody.read(&request)
         let expires = try self.expiry(body)
         if body.member("transform") != nil { throw StorageFailure.notServed("Image transformation") }
         let results = try await self.services.pool.requestTransaction(
-            context.caller.identity, readOnly: true, [StorageStatements.object(bucket: path.bucket, name: path.key)])
+            caller.identity, readOnly: true, [StorageStatements.object(bucket: path.bucket, name: path.key)])
         guard let row = results.first?.first else { throw StorageFailure.noSuchBucket }
         guard try row.decode(UUID?.self, "id") != nil else { throw StorageFailure.noSuchKey }
-        return try StorageServices.json(SignedURLAnswer(signedURL: try self.signedURL(path.bucket, path.key, app: context.caller.appID, expires: expires)))
+        return try StorageServices.json(SignedURLAnswer(signedURL: try self.signedURL(path.bucket, path.key, app: caller.appID, expires: expires)))
     }
 
-    private func signMany(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func signMany(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let bucket = try StoragePath.bucket(request, skipping: 2)
         let body = try await StorageBody.read(&request)
@@ -164,17 +153,17 @@ struct StorageObjectRoutes: Sendable {
         guard let paths = try body.strings("paths"), (1...1000).contains(paths.count) else {
             throw StorageFailure.invalidRequest("body/paths must hold 1 to 1000 names")
         }
-        guard try await self.bucketExists(bucket, context.caller) else { throw StorageFailure.noSuchBucket }
+        guard try await self.bucketExists(bucket, caller) else { throw StorageFailure.noSuchBucket }
         let valid = paths.filter { (try? ObjectName.key($0)) != nil }
         let results = try await self.services.pool.requestTransaction(
-            context.caller.identity, readOnly: true, [StorageStatements.visible(bucket: bucket, names: valid)])
+            caller.identity, readOnly: true, [StorageStatements.visible(bucket: bucket, names: valid)])
         var visible = Set<String>()
         for row in results.first?.rows ?? [] where try row.decode(Bool.self, "visible") { visible.insert(try row.decode(String.self, "name")) }
         let answers = try paths.map { path -> SignedURLsEntry in
             guard visible.contains(path) else {
                 return SignedURLsEntry(error: "Either the object does not exist or you do not have access to it", path: path, signedURL: nil)
             }
-            return SignedURLsEntry(error: nil, path: path, signedURL: try self.signedURL(bucket, path, app: context.caller.appID, expires: expires))
+            return SignedURLsEntry(error: nil, path: path, signedURL: try self.signedURL(bucket, path, app: caller.appID, expires: expires))
         }
         return try StorageServices.json(answers)
     }

@@ -33,9 +33,6 @@ struct StorageRoutes: Sendable {
 
     func register(on router: Router<AppRequestContext>) {
         let root = router.group("storage/v1").add(middleware: ErrorMiddleware(dialect: .storage))
-        // Public and signed access: no API key (a browser fetching a URL sends none).
-        StorageDownloadRoutes(services: self.services).registerOpen(on: root)
-        StorageUploadRoutes(services: self.services).registerOpen(on: root)
         for path in ["render/image/**", "upload/resumable", "upload/resumable/**"] {
             for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete, .options] {
                 root.on(RouterPath(path), method: method) { request, _ -> Response in
@@ -43,11 +40,69 @@ struct StorageRoutes: Sendable {
                 }
             }
         }
+        // `/object/…` mixes fixed words with a bucket and a key of any depth, and public and signed access need no API
+        // key: one handler per method reads the path (`dispatch`) rather than a route tree that cannot hold both.
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete] {
+            root.on("object/**", method: method) { request, context in try await self.dispatch(request, context) }
+        }
         let callers = root.add(middleware: AuthenticationMiddleware(authenticator: self.authenticator)).group(context: CallerContext.self)
         StorageBucketRoutes(services: self.services).register(on: callers)
-        StorageObjectRoutes(services: self.services).register(on: callers)
-        StorageUploadRoutes(services: self.services).register(on: callers)
-        StorageDownloadRoutes(services: self.services).register(on: callers)
+    }
+
+    /// The `/object/…` routes, by method and the path's first words (the real server's route table).
+    private func dispatch(_ request: Request, _ context: AppRequestContext) async throws -> Response {
+        let words = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(4).map(String.init)
+        let first = words.first ?? ""
+        let second = words.count > 1 ? words[1] : ""
+        let downloads = StorageDownloadRoutes(services: self.services)
+        let uploads = StorageUploadRoutes(services: self.services)
+        let objects = StorageObjectRoutes(services: self.services)
+        func caller() async throws -> Caller { try await self.authenticator.authenticate(request, context) }
+        switch request.method {
+        case .get, .head:
+            switch first {
+            case "public": return try await downloads.downloadPublic(request)
+            case "sign" where request.method == .get: return try await downloads.downloadSigned(request)
+            case "info" where request.method == .get:
+                switch second {
+                case "public": return try await downloads.infoPublic(request)
+                case "authenticated": return try await downloads.info(request, caller: try await caller(), skipping: 3)
+                default: return try await downloads.info(request, caller: try await caller(), skipping: 2)
+                }
+            case "authenticated": return try await downloads.download(request, caller: try await caller(), skipping: 2)
+            default: return try await downloads.download(request, caller: try await caller(), skipping: 1)
+            }
+        case .post:
+            switch first {
+            case "list" where words.count == 2: return try await objects.list(request, caller: try await caller())
+            case "move" where words.count == 1: return try await objects.move(request, caller: try await caller())
+            case "copy" where words.count == 1: return try await objects.copy(request, caller: try await caller())
+            case "sign" where words.count == 2: return try await objects.signMany(request, caller: try await caller())
+            case "sign" where words.count > 2: return try await objects.signOne(request, caller: try await caller())
+            case "upload" where second == "sign": return try await uploads.createSignedUpload(request, caller: try await caller())
+            default: return try await uploads.upload(request, caller: try await caller())
+            }
+        case .put:
+            if first == "upload", second == "sign" { return try await uploads.uploadSigned(request) }
+            return try await uploads.upload(request, caller: try await caller())
+        case .delete:
+            if words.count == 1 { return try await objects.remove(request, caller: try await caller()) }
+            return try await objects.removeOne(request, caller: try await caller())
+        default:
+            throw StorageFailure.make(405, .invalidRequest, error: "Method Not Allowed", "Method \(request.method.rawValue) is not allowed here")
+        }
+    }
+
+    /// Without a configured backend every storage path answers 503, in storage's shape.
+    static func registerUnconfigured(on router: Router<AppRequestContext>) {
+        let root = router.group("storage/v1").add(middleware: ErrorMiddleware(dialect: .storage))
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete] {
+            root.on("**", method: method) { _, _ -> Response in
+                throw StorageFailure.make(
+                    503, .internalError, error: "Service Unavailable",
+                    "Storage is not configured on this server: set GUESTPASS_STORAGE_DIR or GUESTPASS_STORAGE_BACKEND=s3")
+            }
+        }
     }
 }
 
@@ -90,7 +145,9 @@ extension StorageServices {
 
     /// A JSON answer from an `Encodable`.
     static func json(_ value: some Encodable) throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try CompactJSONEncoder().encode(value))))
+        Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try CompactJSONEncoder().encode(value))))
     }
 
     /// Runs `statements` in the request transaction of `identity`; the results of the statements.

@@ -20,31 +20,23 @@ import StorageProtocol
 struct StorageUploadRoutes: Sendable {
     let services: StorageServices
 
-    func register(on group: RouterGroup<CallerContext>) {
-        group.post("object/upload/sign/**") { request, context in try await self.createSignedUpload(request, context) }
-        group.post("object/**") { request, context in
-            let path = try StoragePath.object(request, skipping: 1)
-            let upsert = request.headers[.xUpsert] == "true"
-            return try await self.upload(request, path: path, caller: context.caller, upsert: upsert)
-        }
-        group.put("object/**") { request, context in
-            try await self.upload(request, path: try StoragePath.object(request, skipping: 1), caller: context.caller, upsert: true)
-        }
+    /// `POST`/`PUT /object/{bucket}/{key}`.
+    func upload(_ request: Request, caller: Caller) async throws -> Response {
+        let path = try StoragePath.object(request, skipping: 1)
+        // PUT is always an upsert, as on the real server; POST only with `x-upsert: true`.
+        let upsert = request.method == .put || request.headers[.xUpsert] == "true"
+        return try await self.upload(request, path: path, caller: caller, upsert: upsert)
     }
 
     /// `PUT /object/upload/sign/{bucket}/{key}?token=`: no API key; the token's signer is the owner.
-    func registerOpen(on group: RouterGroup<AppRequestContext>) {
-        group.put("object/upload/sign/**") { request, _ in
-            let path = try StoragePath.object(request, skipping: 3)
-            let claims = try self.services.signer.verify(
-                request.uri.queryParameters.get("token"), scope: .upload, url: "\(path.bucket)/\(path.key)")
-            let identity = self.services.serviceIdentity(app: claims.app)
-            let id = try await self.store(
-                request, path: path, identity: identity, app: claims.app, owner: claims.owner, device: claims.device,
-                upsert: claims.upsert ?? false)
-            _ = id  // The signed upload answers the key only, as Supabase does.
-            return try StorageServices.json(SignedUploadAnswer(Key: "\(path.bucket)/\(path.key)"))
-        }
+    func uploadSigned(_ request: Request) async throws -> Response {
+        let path = try StoragePath.object(request, skipping: 3)
+        let claims = try self.services.signer.verify(request.uri.queryParameters.get("token"), scope: .upload, url: "\(path.bucket)/\(path.key)")
+        let identity = self.services.serviceIdentity(app: claims.app)
+        _ = try await self.store(
+            request, path: path, identity: identity, app: claims.app, owner: claims.owner, device: claims.device, upsert: claims.upsert ?? false)
+        // The signed upload answers the key only, as Supabase does.
+        return try StorageServices.json(SignedUploadAnswer(Key: "\(path.bucket)/\(path.key)"))
     }
 
     private func upload(_ request: Request, path: StoragePath, caller: Caller, upsert: Bool) async throws -> Response {
@@ -66,7 +58,9 @@ struct StorageUploadRoutes: Sendable {
             metadataJSON: try Self.metadata(description, size: description.declaredLength ?? 0, version: version),
             userMetadataJSON: description.userMetadataJSON, upsert: upsert)
         let begun = try await self.services.run(
-            identity, StorageStatements.beginUpload(write, mimeType: description.mimeType, declaredLength: description.declaredLength, graceSeconds: self.services.uploadGraceSeconds))
+            identity,
+            StorageStatements.beginUpload(
+                write, mimeType: description.mimeType, declaredLength: description.declaredLength, graceSeconds: self.services.uploadGraceSeconds))
         guard let plan = begun.first?.first else { throw StorageFailure.noSuchBucket }
         let sizeLimit = try plan.decode(Int64.self, "size_limit")
         let bytesLeft = try plan.decode(Int64?.self, "user_bytes_left")
@@ -117,19 +111,19 @@ struct StorageUploadRoutes: Sendable {
 
     /// `POST /object/upload/sign/{bucket}/{key}`: the caller's policies are tried now (as Supabase's dry run), the
     /// token carries the caller as the owner.
-    private func createSignedUpload(_ request: Request, _ context: CallerContext) async throws -> Response {
+    func createSignedUpload(_ request: Request, caller: Caller) async throws -> Response {
         let path = try StoragePath.object(request, skipping: 3)
         let upsert = request.headers[.xUpsert] == "true"
         let write = StorageStatements.ObjectWrite(
             id: UUID(), bucket: path.bucket, name: path.key, owner: nil, device: nil, version: UUID().lowercasedString,
             metadataJSON: "{}", userMetadataJSON: nil, upsert: upsert)
         _ = try await self.services.run(
-            context.caller.identity,
+            caller.identity,
             StorageStatements.beginUpload(write, mimeType: nil, declaredLength: nil, graceSeconds: 1) + [PostgresStatement("rollback")])
         let claims = StorageSigner.Claims(
-            url: "\(path.bucket)/\(path.key)", scope: .upload, app: context.caller.appID,
-            exp: Int(Date().timeIntervalSince1970) + self.services.signedUploadSeconds, owner: context.caller.token?.userID,
-            device: context.caller.token?.deviceID, upsert: upsert)
+            url: "\(path.bucket)/\(path.key)", scope: .upload, app: caller.appID,
+            exp: Int(Date().timeIntervalSince1970) + self.services.signedUploadSeconds, owner: caller.token?.userID,
+            device: caller.token?.deviceID, upsert: upsert)
         let token = try self.services.signer.token(claims)
         let url = "/object/upload/sign/\(StorageURL.encode(path.bucket))/\(StorageURL.encode(path.key))?token=\(token)"
         return try StorageServices.json(SignedUploadURLAnswer(url: url, token: token))

@@ -111,7 +111,7 @@ public enum StorageStatements {
             PostgresStatement(
                 """
                 select b.size_limit, b.user_bytes_left, b.user_objects_left
-                from guestpass_server.storage_upload_begin($1, $2, $3, $4, $5) as b
+                from guestpass_server.storage_upload_begin($1, $2, $3, $4::bigint, $5::integer) as b
                 """, [write.bucket, write.version, mimeType, declaredLength, graceSeconds]),
             PostgresStatement("savepoint storage_dry_run"),
             Self.writeObject(write),
@@ -174,7 +174,10 @@ public enum StorageStatements {
     ) -> PostgresStatement {
         let column = ["name", "updated_at", "created_at", "last_accessed_at"].contains(sortColumn) ? sortColumn : "name"
         let direction = ascending ? "asc" : "desc"
-        let order = column == "name" ? "lower(e.name) collate \"C\" \(direction), e.name collate \"C\" \(direction)" : "e.\(column) \(direction) nulls last, e.name collate \"C\""
+        let order =
+            column == "name"
+            ? "lower(e.name) collate \"C\" \(direction), e.name collate \"C\" \(direction)"
+            : "e.\(column) \(direction) nulls last, e.name collate \"C\""
         return PostgresStatement(
             """
             with matching as (
@@ -260,7 +263,8 @@ public enum StorageStatements {
 
     /// Due backend keys, leased for `leaseSeconds`; `uploads` includes reservations past their grace period.
     public static func sweepClaim(limit: Int, leaseSeconds: Int, uploads: Bool) -> PostgresStatement {
-        PostgresStatement("select s.key from guestpass_server.storage_sweep_claim($1, $2, $3) as s", [limit, leaseSeconds, uploads])
+        PostgresStatement(
+            "select s.key from guestpass_server.storage_sweep_claim($1::integer, $2::integer, $3) as s", [limit, leaseSeconds, uploads])
     }
 
     /// The keys whose bytes are gone.
