@@ -12,7 +12,7 @@ struct AppsCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Configure.self, RotateKeys.self, RevokeKey.self, GrantCredits.self, SetPremium.self]
     )
 
-    /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code, partner and email settings of one app.
+    /// `guestpass apps configure`: quota, DeviceCheck, Sign in with Apple, share-code, partner, email and storage settings of one app.
     struct Configure: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change an app's quota, DeviceCheck, Sign in with Apple, share-code and partner settings.")
@@ -39,6 +39,11 @@ struct AppsCommand: AsyncParsableCommand {
         @Option(help: "guestpass prune: days without a sign-in, refresh or request before a guest that holds nothing goes (1 to 3650, default 90).")
         var guestIdleDays: Int?
         @OptionGroup var email: EmailOptions
+        @Option(help: "Storage: the largest object one upload may store, in bytes (default 52428800 = 50 MiB; a bucket may lower it).")
+        var storageUploadBytesLimit: Int64?
+        @Option(help: "Storage: the bytes one user's objects may hold in all (default 104857600 = 100 MiB; 0 = none).")
+        var storageUserBytesLimit: Int64?
+        @Option(help: "Storage: the objects one user may hold (default 1000; 0 = none).") var storageUserObjectsLimit: Int?
 
         func validate() throws {
             if let value = self.dailyFree, value < 0 { throw ValidationError("--daily-free must be ≥ 0") }
@@ -71,6 +76,9 @@ struct AppsCommand: AsyncParsableCommand {
             settings.appleKeyPath = self.appleKeyPath
             settings.guestIdleDays = self.guestIdleDays
             try self.email.apply(to: &settings, app: self.app)
+            settings.storageUploadBytesLimit = self.storageUploadBytesLimit
+            settings.storageUserBytesLimit = self.storageUserBytesLimit
+            settings.storageUserObjectsLimit = self.storageUserObjectsLimit
             guard !settings.isEmpty else { throw ValidationError("nothing to change") }
             let updated = try await withAdministration(self.database) { try await $0.configureApp(self.app, settings) }
             guard updated else { throw ValidationError("no app with id \(self.app)") }

@@ -9,7 +9,7 @@ struct PruneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
         abstract:
-            "Remove stale guests (idle past the app's guest_idle_days, holding nothing) and spent sessions, tokens, idempotency records, rate-limit rows and codes."
+            "Remove stale guests (idle past the app's guest_idle_days, holding nothing) and spent sessions, tokens, idempotency records, rate-limit rows and codes, and storage bytes no object references (given the server's storage settings)."
     )
 
     @OptionGroup var database: DatabaseOptions
@@ -41,6 +41,12 @@ struct PruneCommand: AsyncParsableCommand {
                 counts.append((kind, total))
             }
             if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            // Storage: bytes of replaced and removed versions, and of uploads that never wrote their row (past the
+            // grace period), when this environment names a backend (GUESTPASS_STORAGE_DIR or the S3 settings).
+            if let backend = try StorageConfiguration(environment: ProcessInfo.processInfo.environment).makeBackend() {
+                let swept = dryRun ? 0 : try await StorageSweep(pool: pool, backend: backend).sweepAll(uploads: true)
+                counts.append(("storage_bytes", swept))
+            }
             return counts
         }
         if self.json {

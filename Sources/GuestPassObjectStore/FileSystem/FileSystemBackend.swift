@@ -20,7 +20,7 @@ public import NIOPosix
 ///
 /// Limits: keys must pass the module's key check (`[A-Za-z0-9/_.-]`, no `..`, no leading `/`, no dot segment);
 /// directories are made on demand (mode 0700) and never removed; a crash mid-upload leaves a `.partial-` file that
-/// no key names (the caller's pending record lets the sweep find the key).
+/// no key names, which `delete` of its key removes (the caller's pending record lets the sweep find the key).
 public struct FileSystemBackend: ObjectBackend {
     /// The data directory, absolute and without a trailing slash.
     public let root: String
@@ -130,10 +130,14 @@ public struct FileSystemBackend: ObjectBackend {
         }
     }
 
+    /// Removes the key's file and any `.partial-` file a crash left for it (the sweep deletes an orphaned upload's key).
     public func delete(_ key: String) async throws {
         try ObjectKey.validate(key)
         let path = self.path(of: key)
-        try await self.io.run { try POSIX.unlinkIfPresent(path) }
+        try await self.io.run {
+            try POSIX.unlinkIfPresent(path)
+            try POSIX.unlinkPartials(of: path)
+        }
     }
 
     public func exists(_ key: String) async throws -> Bool {

@@ -102,6 +102,24 @@ enum POSIX {
         guard unlink(path) == 0 || errno == ENOENT else { throw Self.failure("unlink") }
     }
 
+    /// Unlinks every `.<name>.partial-*` beside `path` (what an interrupted `put` of it left).
+    static func unlinkPartials(of path: String) throws(ObjectBackendError) {
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let directory = String(path[..<slash])
+        let prefix = "." + path[path.index(after: slash)...] + ".partial-"
+        guard let stream = opendir(directory) else {
+            if errno == ENOENT { return }
+            throw Self.failure("opendir")
+        }
+        defer { closedir(stream) }
+        var doomed: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix(prefix) { doomed.append(directory + "/" + name) }
+        }
+        for file in doomed { try Self.unlinkIfPresent(file) }
+    }
+
     /// Creates `path` and its missing parents (mode 0700), fsyncing each parent that gains an entry; the parents from
     /// `root` up must exist.
     static func makeDirectories(_ path: String, under root: String) throws(ObjectBackendError) {

@@ -94,6 +94,10 @@ public struct Administration: Sendable {
         public var smtpSenderName: String?
         public var smtpCAFile: String?
         public var emailTemplates: String?
+        /// Storage: the largest upload, and what one user's objects may hold (bytes, objects).
+        public var storageUploadBytesLimit: Int64?
+        public var storageUserBytesLimit: Int64?
+        public var storageUserObjectsLimit: Int?
 
         public init() {}
 
@@ -121,6 +125,8 @@ public struct Administration: Sendable {
                 ("smtp_host", self.smtpHost), ("smtp_port", self.smtpPort), ("smtp_user", self.smtpUser),
                 ("smtp_password", self.smtpPassword), ("smtp_security", self.smtpSecurity), ("smtp_sender", self.smtpSender),
                 ("smtp_sender_name", self.smtpSenderName), ("smtp_ca_file", self.smtpCAFile), ("email_templates", self.emailTemplates),
+                ("storage_upload_bytes_limit", self.storageUploadBytesLimit), ("storage_user_bytes_limit", self.storageUserBytesLimit),
+                ("storage_user_objects_limit", self.storageUserObjectsLimit),
             ]
             return all.compactMap { column, value in value.map { (column, $0) } }
         }
