@@ -79,6 +79,18 @@ import Testing
         }
     }
 
+    /// A download streams once: a second call fails rather than read a descriptor number the process may have reused.
+    @Test func aDownloadStreamsOnce() async throws {
+        try await withFileSystemBackend { backend, _ in
+            let key = freshKey()
+            try await put(backend, key, testBytes(100))
+            let download = try await backend.get(key, range: nil)
+            try await download.stream { _ in }
+            let error = try await backendError { try await download.stream { _ in } }
+            #expect(error == .unavailable("download already streamed"))
+        }
+    }
+
     @Test func aRangePastTheEndIsRefused() async throws {
         try await withFileSystemBackend { backend, _ in
             let key = freshKey()
