@@ -25,6 +25,8 @@ struct ServeCommand: AsyncParsableCommand {
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             configuration.metricsRegistry = registry
         }
+        // An S3 store's bucket is made when missing (a fresh SeaweedFS, a dev set-up); an existing one is left as it is.
+        try await configuration.storage.prepare()
         let app = try buildApplication(configuration: configuration, logger: logger)
         // SIGTERM: ShutdownDrain (last, so first to hear it) turns readiness 503 and waits the drain; then the server
         // stops accepting connections and finishes the requests in flight; then the pool closes.

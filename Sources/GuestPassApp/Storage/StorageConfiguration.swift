@@ -78,12 +78,34 @@ public struct StorageConfiguration: Sendable {
         }
     }
 
+    /// Makes the S3 store's bucket when it is missing (nothing for the file system, whose directory `makeBackend`
+    /// creates).
+    public func prepare() async throws {
+        guard case .s3 = self.backend, let backend = try self.makeBackend() as? S3Backend else { return }
+        do {
+            try await backend.ensureBucket()
+        } catch {
+            try? await backend.shutdown()
+            throw error
+        }
+        try? await backend.shutdown()
+    }
+
     /// The backend this configuration names (nil: none configured). Opens (and for the file system creates) it.
     public func makeBackend() throws -> (any ObjectBackend)? {
         switch self.backend {
         case nil: return nil
         case .fileSystem(let root): return try FileSystemBackend(root: root)
-        case .s3: throw ConfigurationError("the S3 backend is not built yet")
+        case .s3(let settings):
+            let configuration: S3Configuration
+            do {
+                configuration = try S3Configuration(
+                    endpoint: settings.endpoint, region: settings.region, bucket: settings.bucket, accessKeyID: settings.accessKeyID,
+                    secretAccessKey: settings.secretAccessKey, partSize: settings.partSize ?? S3Configuration.defaultPartSize)
+            } catch {
+                throw ConfigurationError("the S3 settings are not valid (\(error)): \(settings)")
+            }
+            return S3Backend(configuration: configuration)
         }
     }
 }

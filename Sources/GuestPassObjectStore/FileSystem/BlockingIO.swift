@@ -37,6 +37,9 @@ final class FileDescriptor: @unchecked Sendable {
         self.fd = fd
     }
 
+    /// Whether `close()` has run (a second `stream` of a download then fails instead of reading a reused number).
+    var isClosed: Bool { !self.isOpen }
+
     func close() {
         guard self.isOpen else { return }
         self.isOpen = false

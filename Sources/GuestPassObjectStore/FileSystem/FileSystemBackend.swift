@@ -229,6 +229,7 @@ public struct FileSystemBackend: ObjectBackend {
                 }
             }
         }
+        guard !file.isClosed else { throw ObjectBackendError.unavailable("download already streamed") }
         var offset = start
         var pending = offset < end ? read(at: offset) : nil
         do {

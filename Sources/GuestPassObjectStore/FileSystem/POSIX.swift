@@ -35,9 +35,10 @@ enum POSIX {
 
     /// Writes all of `bytes` at the file's offset.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(ObjectBackendError) {
+        guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
-            let written = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            let written = write(fd, base + done, bytes.count - done)
             if written < 0 {
                 if errno == EINTR { continue }
                 throw Self.failure("write")
@@ -48,9 +49,10 @@ enum POSIX {
 
     /// Reads up to `buffer.count` bytes at `offset`, stopping early only at the end of the file; returns the count.
     static func preadFull(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, offset: Int64) throws(ObjectBackendError) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
         var done = 0
         while done < buffer.count {
-            let count = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            let count = pread(fd, base + done, buffer.count - done, off_t(offset) + off_t(done))
             if count < 0 {
                 if errno == EINTR { continue }
                 throw Self.failure("pread")
