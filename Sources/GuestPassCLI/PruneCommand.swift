@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GuestPassApp
+import GuestPassObjectStore
 import GuestPassStore
 
 /// `guestpass prune`: removes stale guests that hold nothing and spent bookkeeping rows, in short batches
@@ -44,7 +45,14 @@ struct PruneCommand: AsyncParsableCommand {
             // Storage: bytes of replaced and removed versions, and of uploads that never wrote their row (past the
             // grace period), when this environment names a backend (GUESTPASS_STORAGE_DIR or the S3 settings).
             if let backend = try StorageConfiguration(environment: ProcessInfo.processInfo.environment).makeBackend() {
-                let swept = dryRun ? 0 : try await StorageSweep(pool: pool, backend: backend).sweepAll(uploads: true)
+                let swept: Int
+                do {
+                    swept = dryRun ? 0 : try await StorageSweep(pool: pool, backend: backend).sweepAll(uploads: true)
+                } catch {
+                    try? await backend.shutdown()
+                    throw error
+                }
+                try? await backend.shutdown()
                 counts.append(("storage_bytes", swept))
             }
             return counts

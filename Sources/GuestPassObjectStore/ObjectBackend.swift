@@ -29,6 +29,14 @@ public protocol ObjectBackend: Sendable {
 
     /// A short name for metrics and logs: `file` or `s3`.
     var kind: String { get }
+
+    /// Releases what the backend holds (S3: its HTTP client). Call it once, after the last request.
+    func shutdown() async throws
+}
+
+extension ObjectBackend {
+    /// Nothing to release.
+    public func shutdown() async throws {}
 }
 
 /// A body read once, chunk by chunk (a request body, or the file part of a multipart form).

@@ -59,7 +59,7 @@ public struct StorageSweep: Sendable {
 }
 
 /// The sweep as a service of `guestpass serve`: replaced and removed versions every `interval` (orphaned uploads are
-/// `guestpass prune`'s, after their grace period).
+/// `guestpass prune`'s, after their grace period). It owns the backend's lifetime: at shutdown it releases it.
 struct StorageSweeper: Service, CustomStringConvertible {
     let sweep: StorageSweep
     let interval: Duration
@@ -78,5 +78,6 @@ struct StorageSweeper: Service, CustomStringConvertible {
             }
         } onGracefulShutdown: {
         }
+        try? await self.sweep.backend.shutdown()
     }
 }

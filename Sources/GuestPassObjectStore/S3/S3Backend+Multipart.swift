@@ -86,6 +86,19 @@ extension S3Backend {
         }
     }
 
+    /// The ids of the multipart uploads of exactly `key` still open.
+    func openUploads(of key: String) async throws -> [String] {
+        let query: [(name: String, value: String)] = [("uploads", ""), ("prefix", key)]
+        let response = try await self.send(Call(operation: "ListMultipartUploads", method: .GET, key: nil, query: query))
+        guard response.status.code == 200 else { throw await self.failure("ListMultipartUploads", response) }
+        guard let document = await Self.text(of: response, upTo: 8 << 20) else {
+            throw ObjectBackendError.unavailable("ListMultipartUploads: answer too large")
+        }
+        return S3XML.values(of: "Upload", in: document).compactMap { upload in
+            S3XML.value(of: "Key", in: upload) == key ? S3XML.value(of: "UploadId", in: upload) : nil
+        }
+    }
+
     /// The keys of the multipart uploads in progress in the bucket (at most 1,000; for tests and the orphan sweep).
     public func multipartUploadsInProgress(prefix: String = "") async throws -> [String] {
         var query: [(name: String, value: String)] = [("uploads", "")]

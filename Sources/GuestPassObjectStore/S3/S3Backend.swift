@@ -176,11 +176,16 @@ public struct S3Backend: ObjectBackend {
         }
     }
 
+    /// Deletes the object and aborts any multipart upload of `key` a crash left open (the sweep deletes an orphaned
+    /// upload's key; without the abort its parts would stay in the store).
     public func delete(_ key: String) async throws {
         try ObjectKey.validate(key)
         let response = try await self.send(Call(operation: "DeleteObject", method: .DELETE, key: key))
         guard [200, 204, 404].contains(response.status.code) else { throw await self.failure("DeleteObject", response) }
         await Self.drain(response)
+        for uploadID in try await self.openUploads(of: key) {
+            await self.abortMultipartUpload(MultipartUpload(key: key, uploadID: uploadID))
+        }
     }
 
     public func exists(_ key: String) async throws -> Bool {
