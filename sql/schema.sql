@@ -53,6 +53,12 @@ CREATE SCHEMA guestpass_server;
 COMMENT ON SCHEMA guestpass_server IS 'GuestPass: entry points the server calls on a caller''s behalf (sign-up, refresh, profile, sign-out, API-key lookup). Functions only, each granted to one request role. Never exposed over the RPC endpoint.';
 
 --
+-- Name: storage; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA storage;
+
+--
 -- Name: email_result; Type: TYPE; Schema: guestpass; Owner: -
 --
 
@@ -1069,6 +1075,15 @@ CREATE FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, 
 COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) IS 'GuestPass internal: a token bucket of capacity p_capacity refilled at p_refill_per_second that many transactions take from at once, spread over K = least(16, p_capacity / 8) shards (at least 1) so that they do not queue on one row lock until commit: shard k is the guestpass.rate_limits row <p_bucket>:<k>, holding p_capacity / K tokens (one more for the first p_capacity % K shards) refilled at p_refill_per_second / K. Tries one shard at random, then the fullest; with p_take takes a token (take_rate_limit), else only looks (peek_rate_limit). Returns 0, or the seconds until a shard holds a whole token again (at most K / p_refill_per_second). p_capacity takes in a row succeed. Runs with its caller''s rights (only SECURITY DEFINER functions of the owner call it).';
 
 --
+-- Name: storage_objects_changed(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.storage_objects_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 a71925fa5bf244a3 $$;
+
+--
 -- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1162,13 +1177,13 @@ COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass interna
 
 CREATE FUNCTION guestpass.user_references(p_schemas text[]) RETURNS TABLE(schema_name name, table_name name, column_name name, on_delete "char")
     LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 823fd349735ac564 $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 7e4175b48e0ffac4 $$;
 
 --
 -- Name: FUNCTION user_references(p_schemas text[]); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.user_references(p_schemas text[]) IS 'GuestPass internal: every column of public and the schemas p_schemas (never guestpass, guestpass_server or auth) whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion removes.';
+COMMENT ON FUNCTION guestpass.user_references(p_schemas text[]) IS 'GuestPass internal: every column of public, storage and the schemas p_schemas (never guestpass, guestpass_server or auth) whose foreign key references public.users(id), with the key''s ON DELETE action (pg_constraint.confdeltype: c cascade, n set null, d set default, a no action, r restrict); the rows an account''s merge moves and its deletion removes.';
 
 --
 -- Name: with_provider(jsonb, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1815,6 +1830,66 @@ CREATE FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device json
 COMMENT ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) IS 'GuestPass server: anonymous sign-up in the caller''s app (claim app_id), in one call. Rate limits: buckets signup:ip:<guestpass.client_address_key(p_client_ip)> and signup:app:<app> (sharded, guestpass.sharded_rate_limit) (a null capacity turns one off), a token of each taken before any write, the IP''s first; when one is empty raises PT429 ''rate limit exceeded'' with the seconds to wait (integer, rounded up) as detail, and nothing is written or taken. Without p_secret_hash creates a new anonymous user (user_metadata = p_user_metadata); with it (the lowercase hex SHA-256 of the device secret, see public.create_guest_user) returns the device''s user (guestpass.ensure_guest_device), creating user and device if new (an existing user''s metadata is kept). Records the device facts present in p_device (model, os_version, app_version, build_number: strings; is_simulator: boolean; JSON null = not given; ignored without a device). Creates session p_session_id (chosen by the server) and its refresh token counter 0 with hash p_refresh_token_hash. Returns the user, the public device id (null without a device), the session, last_sign_in_at = guestpass.clock() and created (a new user); a device it finds or updates gets last_seen_at = guestpass.clock(). Raises 42501 without a known app, 22023 on invalid arguments.';
 
 --
+-- Name: storage_bucket(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_bucket(p_bucket text) RETURNS TABLE(public boolean, file_size_limit bigint, allowed_mime_types text[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 255d55f1fe97fdf6 $$;
+
+--
+-- Name: storage_public_bucket_app(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 ee87d20c27a6c543 $$;
+
+--
+-- Name: storage_sweep_claim(integer, integer, boolean); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) RETURNS TABLE(key text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 b4363521ca1605a2 $$;
+
+--
+-- Name: storage_sweep_done(text[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_sweep_done(p_keys text[]) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 8c8316127e7641aa $$;
+
+--
+-- Name: storage_upload_abandon(text); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_upload_abandon(p_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 b54c53eb06ee731e $$;
+
+--
+-- Name: storage_upload_begin(text, text, text, bigint, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
+--
+
+CREATE FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) RETURNS TABLE(size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 fbfc90f01ab663be $$;
+
+--
+-- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: COMMENT; Schema: guestpass_server; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) IS 'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none; PT415 when p_mimetype is not one of its types; PT413 with detail size when p_declared_length is over the limit): the fresh version p_version (made by the server) reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s per-upload limit, lowered by the bucket''s file_size_limit), the bucket''s MIME types, and what the caller may still store (null for the secret key).';
+
+--
 -- Name: store_apple_refresh_token(text, text, bytea); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
@@ -2069,6 +2144,48 @@ CREATE FUNCTION public.unpair(p_partner_id uuid) RETURNS boolean
 
 COMMENT ON FUNCTION public.unpair(p_partner_id uuid) IS 'Ends the pairing of the caller and p_partner_id, for both; true when there was one.';
 
+--
+-- Name: extension(text); Type: FUNCTION; Schema: storage; Owner: -
+--
+
+CREATE FUNCTION storage.extension(name text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 e1a4ba42e6eac3c3 $$;
+
+--
+-- Name: FUNCTION extension(name text); Type: COMMENT; Schema: storage; Owner: -
+--
+
+COMMENT ON FUNCTION storage.extension(name text) IS 'Supabase''s helper: the text after the last dot of the last segment (''a/b.tar.gz'' → gz), or ''''.';
+
+--
+-- Name: filename(text); Type: FUNCTION; Schema: storage; Owner: -
+--
+
+CREATE FUNCTION storage.filename(name text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 270a34cae8f1b20a $$;
+
+--
+-- Name: FUNCTION filename(name text); Type: COMMENT; Schema: storage; Owner: -
+--
+
+COMMENT ON FUNCTION storage.filename(name text) IS 'Supabase''s helper: the last segment of an object name.';
+
+--
+-- Name: foldername(text); Type: FUNCTION; Schema: storage; Owner: -
+--
+
+CREATE FUNCTION storage.foldername(name text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 0c65dc4cad5a73ec $$;
+
+--
+-- Name: FUNCTION foldername(name text); Type: COMMENT; Schema: storage; Owner: -
+--
+
+COMMENT ON FUNCTION storage.foldername(name text) IS 'Supabase''s helper: the folders of an object name, every segment but the last (''a/b/c.png'' → {a,b}).';
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -2170,6 +2287,9 @@ CREATE TABLE guestpass.apps (
     smtp_sender_name text,
     smtp_ca_file text,
     email_templates jsonb DEFAULT '{}'::jsonb NOT NULL,
+    storage_upload_bytes_limit bigint DEFAULT 52428800 NOT NULL,
+    storage_user_bytes_limit bigint DEFAULT 104857600 NOT NULL,
+    storage_user_objects_limit integer DEFAULT 1000 NOT NULL,
     CONSTRAINT apps_apple_audiences_check CHECK (((cardinality(apple_audiences) <= 20) AND (array_position(apple_audiences, NULL::text) IS NULL) AND (array_to_string(apple_audiences, ''::text) !~ '\s'::text))),
     CONSTRAINT apps_apple_base_url_check CHECK ((apple_base_url ~ '^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$'::text)),
     CONSTRAINT apps_apple_key_id_check CHECK ((apple_key_id ~ '^[A-Z0-9]{10}$'::text)),
@@ -2203,6 +2323,9 @@ CREATE TABLE guestpass.apps (
     CONSTRAINT apps_smtp_sender_check CHECK (((smtp_sender ~ '^[^\s<>@]+@[^\s<>@]+$'::text) AND (char_length(smtp_sender) <= 254))),
     CONSTRAINT apps_smtp_sender_name_check CHECK (((char_length(smtp_sender_name) <= 200) AND (smtp_sender_name !~ '[[:cntrl:]]'::text))),
     CONSTRAINT apps_smtp_user_check CHECK (((char_length(smtp_user) >= 1) AND (char_length(smtp_user) <= 512))),
+    CONSTRAINT apps_storage_upload_bytes_limit_check CHECK (((storage_upload_bytes_limit >= 1) AND (storage_upload_bytes_limit <= '5497558138880'::bigint))),
+    CONSTRAINT apps_storage_user_bytes_limit_check CHECK (((storage_user_bytes_limit >= 0) AND (storage_user_bytes_limit <= '1099511627776000'::bigint))),
+    CONSTRAINT apps_storage_user_objects_limit_check CHECK (((storage_user_objects_limit >= 0) AND (storage_user_objects_limit <= 100000000))),
     CONSTRAINT apps_welcome_grant_credits_check CHECK ((welcome_grant_credits >= 0))
 );
 
@@ -2423,6 +2546,24 @@ COMMENT ON COLUMN guestpass.apps.smtp_ca_file IS 'SMTP: a CA file the server tru
 --
 
 COMMENT ON COLUMN guestpass.apps.email_templates IS 'Email: templates by kind (confirmation, magic_link, recovery, email_change, reauthentication), each {subject, text, html} in Mustache; a missing kind uses the built-in one.';
+
+--
+-- Name: COLUMN apps.storage_upload_bytes_limit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.storage_upload_bytes_limit IS 'Storage: the largest object one upload may store (a bucket''s file_size_limit may lower it). Default 50 MiB.';
+
+--
+-- Name: COLUMN apps.storage_user_bytes_limit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.storage_user_bytes_limit IS 'Storage: the bytes one user''s objects may hold in all (the app''s backend, uploading with its secret key, has no such limit). Default 100 MiB.';
+
+--
+-- Name: COLUMN apps.storage_user_objects_limit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON COLUMN guestpass.apps.storage_user_objects_limit IS 'Storage: the objects one user may hold. Default 1000.';
 
 --
 -- Name: auth_codes; Type: TABLE; Schema: guestpass; Owner: -
@@ -3016,6 +3157,37 @@ ALTER TABLE ONLY guestpass.share_codes FORCE ROW LEVEL SECURITY;
 COMMENT ON TABLE guestpass.share_codes IS 'GuestPass: each user''s share code in its app (unique per app), for finding a partner; it never signs anyone in.';
 
 --
+-- Name: storage_sweep; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.storage_sweep (
+    key text NOT NULL,
+    app_id uuid NOT NULL,
+    kind text NOT NULL,
+    not_before timestamp with time zone NOT NULL,
+    claimed_at timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    CONSTRAINT storage_sweep_kind_check CHECK ((kind = ANY (ARRAY['upload'::text, 'replaced'::text])))
+);
+
+ALTER TABLE ONLY guestpass.storage_sweep FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: storage_usage; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.storage_usage (
+    app_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    objects integer DEFAULT 0 NOT NULL,
+    CONSTRAINT storage_usage_bytes_check CHECK ((bytes >= 0)),
+    CONSTRAINT storage_usage_objects_check CHECK ((objects >= 0))
+);
+
+ALTER TABLE ONLY guestpass.storage_usage FORCE ROW LEVEL SECURITY;
+
+--
 -- Name: user_roles; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -3137,6 +3309,68 @@ COMMENT ON COLUMN public.users.is_premium IS 'GuestPass: premium users are not m
 --
 
 COMMENT ON COLUMN public.users.initial_grant_claimed IS 'GuestPass: mirrors Apple''s DeviceCheck bit0 for this user: the welcome grant was given or refused. Server only.';
+
+--
+-- Name: buckets; Type: TABLE; Schema: storage; Owner: -
+--
+
+CREATE TABLE storage.buckets (
+    app_id uuid DEFAULT auth.app_id() NOT NULL,
+    id text NOT NULL,
+    name text NOT NULL,
+    owner uuid,
+    owner_id text,
+    public boolean DEFAULT false NOT NULL,
+    file_size_limit bigint,
+    allowed_mime_types text[],
+    type text DEFAULT 'STANDARD'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT buckets_allowed_mime_types_check CHECK (((cardinality(allowed_mime_types) <= 100) AND (array_position(allowed_mime_types, NULL::text) IS NULL))),
+    CONSTRAINT buckets_file_size_limit_check CHECK ((file_size_limit > 0)),
+    CONSTRAINT buckets_name_check CHECK (((id = name) AND ((char_length(id) >= 1) AND (char_length(id) <= 100)) AND (id ~ '^[A-Za-z0-9_!.*''() &$=@;:+,?-]+$'::text))),
+    CONSTRAINT buckets_type_check CHECK ((type = 'STANDARD'::text))
+);
+
+ALTER TABLE ONLY storage.buckets FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE buckets; Type: COMMENT; Schema: storage; Owner: -
+--
+
+COMMENT ON TABLE storage.buckets IS 'Storage buckets, one app''s each (two apps may each have a bucket named photos). A public bucket''s name is unique across apps: its objects are served at /storage/v1/object/public/<bucket>/<key> with no key or token.';
+
+--
+-- Name: objects; Type: TABLE; Schema: storage; Owner: -
+--
+
+CREATE TABLE storage.objects (
+    app_id uuid DEFAULT auth.app_id() NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    bucket_id text NOT NULL,
+    name text NOT NULL,
+    owner uuid,
+    owner_id text GENERATED ALWAYS AS ((owner)::text) STORED,
+    device_id uuid,
+    version text NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    user_metadata jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_accessed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT objects_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT objects_name_check CHECK ((((char_length(name) >= 1) AND (char_length(name) <= 1024)) AND (octet_length(name) <= 1024))),
+    CONSTRAINT objects_user_metadata_check CHECK (((jsonb_typeof(user_metadata) = 'object'::text) AND (octet_length((user_metadata)::text) <= 1048576))),
+    CONSTRAINT objects_version_check CHECK ((version ~ '^[0-9a-f-]{36}$'::text))
+);
+
+ALTER TABLE ONLY storage.objects FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE objects; Type: COMMENT; Schema: storage; Owner: -
+--
+
+COMMENT ON TABLE storage.objects IS 'Storage objects: one row per key of a bucket, under row-level security (the app''s own policies, Supabase''s). metadata is the system metadata (size, mimetype, cacheControl, eTag, …), user_metadata the uploader''s.';
 
 --
 -- Name: credit_ledger id; Type: DEFAULT; Schema: guestpass; Owner: -
@@ -3382,6 +3616,20 @@ ALTER TABLE ONLY guestpass.share_codes
     ADD CONSTRAINT share_codes_pkey PRIMARY KEY (user_id);
 
 --
+-- Name: storage_sweep storage_sweep_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.storage_sweep
+    ADD CONSTRAINT storage_sweep_pkey PRIMARY KEY (key);
+
+--
+-- Name: storage_usage storage_usage_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.storage_usage
+    ADD CONSTRAINT storage_usage_pkey PRIMARY KEY (user_id);
+
+--
 -- Name: user_roles user_roles_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3422,6 +3670,20 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: buckets buckets_pkey; Type: CONSTRAINT; Schema: storage; Owner: -
+--
+
+ALTER TABLE ONLY storage.buckets
+    ADD CONSTRAINT buckets_pkey PRIMARY KEY (app_id, id);
+
+--
+-- Name: objects objects_pkey; Type: CONSTRAINT; Schema: storage; Owner: -
+--
+
+ALTER TABLE ONLY storage.objects
+    ADD CONSTRAINT objects_pkey PRIMARY KEY (id);
 
 --
 -- Name: account_codes_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
@@ -3526,6 +3788,12 @@ CREATE INDEX sessions_device_id_idx ON guestpass.sessions USING btree (device_id
 CREATE INDEX sessions_user_id_idx ON guestpass.sessions USING btree (user_id);
 
 --
+-- Name: storage_sweep_due_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX storage_sweep_due_idx ON guestpass.storage_sweep USING btree (not_before);
+
+--
 -- Name: devices_user_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3548,6 +3816,30 @@ CREATE UNIQUE INDEX users_app_email_key ON public.users USING btree (app_id, low
 --
 
 CREATE INDEX users_app_id_idx ON public.users USING btree (app_id);
+
+--
+-- Name: buckets_public_id_key; Type: INDEX; Schema: storage; Owner: -
+--
+
+CREATE UNIQUE INDEX buckets_public_id_key ON storage.buckets USING btree (id) WHERE public;
+
+--
+-- Name: objects_bucket_name_key; Type: INDEX; Schema: storage; Owner: -
+--
+
+CREATE UNIQUE INDEX objects_bucket_name_key ON storage.objects USING btree (app_id, bucket_id, name);
+
+--
+-- Name: objects_bucket_name_prefix_idx; Type: INDEX; Schema: storage; Owner: -
+--
+
+CREATE INDEX objects_bucket_name_prefix_idx ON storage.objects USING btree (app_id, bucket_id, name text_pattern_ops);
+
+--
+-- Name: objects_owner_idx; Type: INDEX; Schema: storage; Owner: -
+--
+
+CREATE INDEX objects_owner_idx ON storage.objects USING btree (owner, app_id) WHERE (owner IS NOT NULL);
 
 --
 -- Name: users users_check_credits_balance; Type: TRIGGER; Schema: public; Owner: -
@@ -3614,6 +3906,18 @@ CREATE TRIGGER users_mark_new_account_setup BEFORE INSERT ON public.users FOR EA
 --
 
 CREATE TRIGGER users_set_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION guestpass.set_updated_at();
+
+--
+-- Name: buckets buckets_touch; Type: TRIGGER; Schema: storage; Owner: -
+--
+
+CREATE TRIGGER buckets_touch BEFORE UPDATE ON storage.buckets FOR EACH ROW EXECUTE FUNCTION guestpass.set_updated_at();
+
+--
+-- Name: objects objects_changed; Type: TRIGGER; Schema: storage; Owner: -
+--
+
+CREATE TRIGGER objects_changed AFTER INSERT OR DELETE OR UPDATE ON storage.objects FOR EACH ROW EXECUTE FUNCTION guestpass.storage_objects_changed();
 
 --
 -- Name: account_codes account_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
@@ -3756,6 +4060,13 @@ ALTER TABLE ONLY guestpass.share_codes
     ADD CONSTRAINT share_codes_user_id_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
+-- Name: storage_usage storage_usage_user_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.storage_usage
+    ADD CONSTRAINT storage_usage_user_fkey FOREIGN KEY (user_id, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
+
+--
 -- Name: user_roles user_roles_user_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3789,6 +4100,27 @@ ALTER TABLE ONLY public.partners
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
+
+--
+-- Name: buckets buckets_app_id_fkey; Type: FK CONSTRAINT; Schema: storage; Owner: -
+--
+
+ALTER TABLE ONLY storage.buckets
+    ADD CONSTRAINT buckets_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
+
+--
+-- Name: objects objects_bucket_fkey; Type: FK CONSTRAINT; Schema: storage; Owner: -
+--
+
+ALTER TABLE ONLY storage.objects
+    ADD CONSTRAINT objects_bucket_fkey FOREIGN KEY (app_id, bucket_id) REFERENCES storage.buckets(app_id, id);
+
+--
+-- Name: objects objects_owner_fkey; Type: FK CONSTRAINT; Schema: storage; Owner: -
+--
+
+ALTER TABLE ONLY storage.objects
+    ADD CONSTRAINT objects_owner_fkey FOREIGN KEY (owner, app_id) REFERENCES public.users(id, app_id) ON DELETE CASCADE;
 
 --
 -- Name: account_codes; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -3923,6 +4255,18 @@ ALTER TABLE guestpass.sessions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE guestpass.share_codes ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: storage_sweep; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.storage_sweep ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: storage_usage; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.storage_usage ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: user_roles; Type: ROW SECURITY; Schema: guestpass; Owner: -
 --
 
@@ -3995,6 +4339,42 @@ CREATE POLICY users_update_own ON public.users FOR UPDATE TO authenticated USING
 COMMENT ON POLICY users_update_own ON public.users IS 'A caller updates only its own user row, in its own app.';
 
 --
+-- Name: buckets; Type: ROW SECURITY; Schema: storage; Owner: -
+--
+
+ALTER TABLE storage.buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: buckets buckets_service_role; Type: POLICY; Schema: storage; Owner: -
+--
+
+CREATE POLICY buckets_service_role ON storage.buckets TO service_role USING (true) WITH CHECK (true);
+
+--
+-- Name: buckets buckets_tenant; Type: POLICY; Schema: storage; Owner: -
+--
+
+CREATE POLICY buckets_tenant ON storage.buckets AS RESTRICTIVE USING ((app_id = ( SELECT auth.app_id() AS app_id))) WITH CHECK ((app_id = ( SELECT auth.app_id() AS app_id)));
+
+--
+-- Name: objects; Type: ROW SECURITY; Schema: storage; Owner: -
+--
+
+ALTER TABLE storage.objects ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: objects objects_service_role; Type: POLICY; Schema: storage; Owner: -
+--
+
+CREATE POLICY objects_service_role ON storage.objects TO service_role USING (true) WITH CHECK (true);
+
+--
+-- Name: objects objects_tenant; Type: POLICY; Schema: storage; Owner: -
+--
+
+CREATE POLICY objects_tenant ON storage.objects AS RESTRICTIVE USING ((app_id = ( SELECT auth.app_id() AS app_id))) WITH CHECK ((app_id = ( SELECT auth.app_id() AS app_id)));
+
+--
 -- Name: supabase_realtime; Type: PUBLICATION; Schema: -; Owner: -
 --
 
@@ -4030,6 +4410,14 @@ GRANT USAGE ON SCHEMA guestpass_server TO guestpass_authenticator;
 GRANT USAGE ON SCHEMA public TO anon;
 GRANT USAGE ON SCHEMA public TO authenticated;
 GRANT USAGE ON SCHEMA public TO service_role;
+
+--
+-- Name: SCHEMA storage; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA storage TO anon;
+GRANT USAGE ON SCHEMA storage TO authenticated;
+GRANT USAGE ON SCHEMA storage TO service_role;
 
 --
 -- Name: FUNCTION app_id(); Type: ACL; Schema: auth; Owner: -
@@ -4457,6 +4845,12 @@ REVOKE ALL ON FUNCTION guestpass.shard_rate_limit(p_bucket text, p_capacity inte
 REVOKE ALL ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision, p_take boolean) FROM PUBLIC;
 
 --
+-- Name: FUNCTION storage_objects_changed(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.storage_objects_changed() FROM PUBLIC;
+
+--
 -- Name: FUNCTION store_email_code(p_app uuid, p_user uuid, p_purpose text, p_address text, p_code_hash text, p_link_hash text, p_challenge text, p_method text, p_redirect_to text, p_device uuid, p_password_hash text); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -4804,6 +5198,52 @@ REVOKE ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_devi
 GRANT ALL ON FUNCTION guestpass_server.sign_up_guest(p_secret_hash text, p_device jsonb, p_user_metadata jsonb, p_client_ip text, p_ip_capacity integer, p_ip_refill_per_second double precision, p_app_capacity integer, p_app_refill_per_second double precision, p_user_agent text, p_session_id uuid, p_refresh_token_hash text) TO anon;
 
 --
+-- Name: FUNCTION storage_bucket(p_bucket text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_bucket(p_bucket text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_bucket(p_bucket text) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.storage_bucket(p_bucket text) TO authenticated;
+GRANT ALL ON FUNCTION guestpass_server.storage_bucket(p_bucket text) TO service_role;
+
+--
+-- Name: FUNCTION storage_public_bucket_app(p_bucket text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION storage_sweep_done(p_keys text[]); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_sweep_done(p_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_sweep_done(p_keys text[]) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION storage_upload_abandon(p_key text); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_upload_abandon(p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_abandon(p_key text) TO guestpass_authenticator;
+
+--
+-- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO authenticated;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO service_role;
+
+--
 -- Name: FUNCTION store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
@@ -4928,6 +5368,33 @@ REVOKE ALL ON FUNCTION public.unpair(p_partner_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.unpair(p_partner_id uuid) TO authenticated;
 
 --
+-- Name: FUNCTION extension(name text); Type: ACL; Schema: storage; Owner: -
+--
+
+REVOKE ALL ON FUNCTION storage.extension(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION storage.extension(name text) TO anon;
+GRANT ALL ON FUNCTION storage.extension(name text) TO authenticated;
+GRANT ALL ON FUNCTION storage.extension(name text) TO service_role;
+
+--
+-- Name: FUNCTION filename(name text); Type: ACL; Schema: storage; Owner: -
+--
+
+REVOKE ALL ON FUNCTION storage.filename(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION storage.filename(name text) TO anon;
+GRANT ALL ON FUNCTION storage.filename(name text) TO authenticated;
+GRANT ALL ON FUNCTION storage.filename(name text) TO service_role;
+
+--
+-- Name: FUNCTION foldername(name text); Type: ACL; Schema: storage; Owner: -
+--
+
+REVOKE ALL ON FUNCTION storage.foldername(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION storage.foldername(name text) TO anon;
+GRANT ALL ON FUNCTION storage.foldername(name text) TO authenticated;
+GRANT ALL ON FUNCTION storage.foldername(name text) TO service_role;
+
+--
 -- Name: TABLE devices; Type: ACL; Schema: public; Owner: -
 --
 
@@ -4962,6 +5429,22 @@ GRANT UPDATE(language) ON TABLE public.users TO authenticated;
 --
 
 GRANT UPDATE(notification_enabled) ON TABLE public.users TO authenticated;
+
+--
+-- Name: TABLE buckets; Type: ACL; Schema: storage; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.buckets TO anon;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.buckets TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.buckets TO service_role;
+
+--
+-- Name: TABLE objects; Type: ACL; Schema: storage; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.objects TO anon;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.objects TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE storage.objects TO service_role;
 
 --
 -- PostgreSQL database dump complete

@@ -214,6 +214,18 @@ select is(
         'guestpass_server.sign_in_with_identity to authenticated',
         'guestpass_server.sign_out to authenticated',
         'guestpass_server.sign_up_guest to anon',
+        -- storage (16_storage.sql): an upload's start and the bucket lookup run as the caller's role; the public
+        -- bucket lookup and the sweep as the login role, outside request transactions
+        'guestpass_server.storage_bucket to anon',
+        'guestpass_server.storage_bucket to authenticated',
+        'guestpass_server.storage_bucket to service_role',
+        'guestpass_server.storage_public_bucket_app to guestpass_authenticator',
+        'guestpass_server.storage_sweep_claim to guestpass_authenticator',
+        'guestpass_server.storage_sweep_done to guestpass_authenticator',
+        'guestpass_server.storage_upload_abandon to guestpass_authenticator',
+        'guestpass_server.storage_upload_begin to anon',
+        'guestpass_server.storage_upload_begin to authenticated',
+        'guestpass_server.storage_upload_begin to service_role',
         'guestpass_server.store_apple_refresh_token to anon',
         'guestpass_server.store_apple_refresh_token to authenticated',
         'guestpass_server.update_user to authenticated',

@@ -111,18 +111,10 @@ create or replace trigger objects_changed
     after insert or update or delete on storage.objects
     for each row execute function guestpass.storage_objects_changed();
 
-create or replace function guestpass.storage_buckets_touch()
-    returns trigger
-    language plpgsql volatile set search_path = '' as $$
-begin
-    new.updated_at := pg_catalog.now();
-    return new;
-end;
-$$;
-
+-- A bucket's updated_at, by the one touch trigger (03_users_and_devices.sql).
 create or replace trigger buckets_touch
     before update on storage.buckets
-    for each row execute function guestpass.storage_buckets_touch();
+    for each row execute function guestpass.set_updated_at();
 
 -- 2. An upload's start: the bucket's rules, the effective size limit, and a reserved version.
 create or replace function guestpass_server.storage_upload_begin(
@@ -268,7 +260,7 @@ revoke all on guestpass.storage_usage, guestpass.storage_sweep from public, anon
 revoke all on function storage.foldername(text), storage.filename(text), storage.extension(text) from public;
 grant execute on function storage.foldername(text), storage.filename(text), storage.extension(text)
     to anon, authenticated, service_role;
-revoke all on function guestpass.storage_objects_changed(), guestpass.storage_buckets_touch() from public;
+revoke all on function guestpass.storage_objects_changed() from public;
 revoke all on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer), guestpass_server.storage_bucket(text),
     guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(integer, integer, boolean),
     guestpass_server.storage_sweep_done(text[]), guestpass_server.storage_upload_abandon(text) from public;
