@@ -14,7 +14,9 @@ import StorageProtocol
 struct StorageBucketRoutes: Sendable {
     let services: StorageServices
 
-    func register(on group: RouterGroup<CallerContext>) {
+    func register(on router: Router<AppRequestContext>, authenticator: Authenticator) {
+        let group = router.group("storage/v1").add(middleware: ErrorMiddleware(dialect: .storage))
+            .add(middleware: AuthenticationMiddleware(authenticator: authenticator)).group(context: CallerContext.self)
         group.get("bucket") { request, context in
             let query = request.uri.queryParameters
             let limit = query.get("limit").flatMap(Int.init)

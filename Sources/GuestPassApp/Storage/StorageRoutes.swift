@@ -45,8 +45,7 @@ struct StorageRoutes: Sendable {
         for method in [HTTPRequest.Method.get, .head, .post, .put, .delete] {
             root.on("object/**", method: method) { request, context in try await self.dispatch(request, context) }
         }
-        let callers = root.add(middleware: AuthenticationMiddleware(authenticator: self.authenticator)).group(context: CallerContext.self)
-        StorageBucketRoutes(services: self.services).register(on: callers)
+        StorageBucketRoutes(services: self.services).register(on: router, authenticator: self.authenticator)
     }
 
     /// The `/object/…` routes, by method and the path's first words (the real server's route table).
