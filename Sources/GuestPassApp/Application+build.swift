@@ -1,3 +1,4 @@
+import GuestPassObjectStore
 import GuestPassPostgres
 public import Hummingbird
 import NIOConcurrencyHelpers
@@ -22,7 +23,7 @@ public func buildApplication(
     let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
     // One authenticator (and API-key cache) for the routes and the Realtime socket's upgrade.
     let authenticator = Authenticator(keys: APIKeyResolver(functions: ServerFunctions(pool: pool)), tokens: tokens)
-    let storageBackend = try configuration.storage.makeBackend()
+    let storageBackend: (any ObjectBackend)? = try configuration.storage.makeBackend().map { MeteredBackend(base: $0) }
     let storage = storageBackend.map {
         StorageServices(
             pool: pool, backend: $0, signer: StorageSigner(refreshTokenKey: tokens.configuration.refreshTokenKey),
