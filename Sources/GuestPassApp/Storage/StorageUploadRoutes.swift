@@ -94,7 +94,7 @@ struct StorageUploadRoutes: Sendable {
     private func abandon(_ key: String) async {
         do {
             try await self.services.backend.delete(key)
-            try await self.services.pool.withConnection { connection in
+            _ = try await self.services.pool.withConnection { connection in
                 try await connection.run { try $0.execute(StorageStatements.abandonUpload(key: key)) }
             }
         } catch {}
@@ -119,7 +119,7 @@ struct StorageUploadRoutes: Sendable {
             metadataJSON: "{}", userMetadataJSON: nil, upsert: upsert)
         _ = try await self.services.run(
             caller.identity,
-            StorageStatements.beginUpload(write, mimeType: nil, declaredLength: nil, graceSeconds: 1) + [PostgresStatement("rollback")])
+            StorageStatements.signedUploadCheck(write))
         let claims = StorageSigner.Claims(
             url: "\(path.bucket)/\(path.key)", scope: .upload, app: caller.appID,
             exp: Int(Date().timeIntervalSince1970) + self.services.signedUploadSeconds, owner: caller.token?.userID,

@@ -119,6 +119,13 @@ public enum StorageStatements {
         ]
     }
 
+    /// A signed upload URL's check when it is made: the start of an upload under the caller's policies, all of it
+    /// rolled back (no reservation is kept; the upload through the URL makes its own).
+    public static func signedUploadCheck(_ write: ObjectWrite) -> [PostgresStatement] {
+        [PostgresStatement("savepoint storage_signing")] + Self.beginUpload(write, mimeType: nil, declaredLength: nil, graceSeconds: 60)
+            + [PostgresStatement("rollback to savepoint storage_signing")]
+    }
+
     /// The row of an upload whose bytes are stored: an insert (23505 when the key exists), or with `upsert` an
     /// insert or update of the key (the row keeps its id). Answers the object's id.
     public static func writeObject(_ write: ObjectWrite) -> PostgresStatement {
