@@ -1,6 +1,7 @@
 """Metrics: Prometheus text on a listener of its own (`GUESTPASS_METRICS_ADDRESS`, loopback), never on the API port:
 requests by route template and status, latency histograms, the database pool's gauges, sign-ups and refreshes by
-outcome, RPC calls (consumes) by function and status, rate-limit denials, database errors by SQLSTATE class."""
+outcome, RPC calls (consumes) by function and status, rate-limit denials, database errors by SQLSTATE class, storage's
+bytes, objects and backend calls."""
 
 from __future__ import annotations
 
@@ -93,3 +94,33 @@ def test_realtime_metrics_count_sockets_channels_and_changes(http, metrics_serve
         assert value(after, name) > value(before, name), name
     assert value(after, "guestpass_realtime_poll_duration_seconds_count") > 0
     assert value(after, "guestpass_realtime_poll_lag_seconds_count") > 0
+
+
+def test_storage_metrics_count_bytes_objects_and_backend_calls(http, start_server, database, tmp_path):
+    """Storage: bytes in and out and objects by backend, each backend call timed, the sweep's deletions; no call
+    counted as the store's failure when none failed."""
+    port = free_port()
+    server = start_server("metrics-storage", GUESTPASS_METRICS_ADDRESS=f"127.0.0.1:{port}", GUESTPASS_STORAGE_DIR=str(tmp_path / "storage"),
+                          GUESTPASS_SIGNUP_BURST="1000", GUESTPASS_SIGNUP_RATE_PER_HOUR="100000")
+    metrics_url = f"http://127.0.0.1:{port}/metrics"
+    app = create_app(database, "metrics-storage")
+    admin = {"apikey": app.secret_key}
+    assert http.post(server.url + "/storage/v1/bucket", headers=admin, json={"name": "m"}).status_code == 200
+    for name in ("a", "b"):
+        put = http.post(server.url + f"/storage/v1/object/m/{name}", headers={**admin, "Content-Type": "text/plain"}, content=b"x" * 1000)
+        assert put.status_code == 200, put.text
+    assert http.get(server.url + "/storage/v1/object/m/a", headers=admin).content == b"x" * 1000
+    assert http.put(server.url + "/storage/v1/object/m/a", headers={**admin, "Content-Type": "text/plain"}, content=b"y").status_code == 200
+    deadline = time.monotonic() + 10
+    while True:
+        text = httpx.get(metrics_url, timeout=5).text
+        if value(text, "guestpass_storage_swept_total") >= 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert value(text, "guestpass_storage_bytes_total", direction="in", backend="file") == 2001
+    assert value(text, "guestpass_storage_bytes_total", direction="out", backend="file") == 1000
+    assert value(text, "guestpass_storage_objects_total", op="upload") == 3
+    assert value(text, "guestpass_storage_backend_seconds_count", op="put", backend="file") == 3
+    assert value(text, "guestpass_storage_backend_seconds_count", op="get", backend="file") == 1
+    assert value(text, "guestpass_storage_swept_total") >= 1, "the replaced version's bytes were swept"
+    assert value(text, "guestpass_storage_backend_errors_total") == 0
