@@ -7,6 +7,7 @@ public buckets serve with no headers at all; a bucket's size limit and MIME type
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import time
@@ -18,6 +19,7 @@ from storage3.exceptions import StorageApiError
 pytest.register_assert_rewrite("storage_support")
 
 from storage_support import StorageApp, error_of, storage_app, storage_backend, storage_server  # noqa: E402, F401 (fixtures)
+from email_support import configure_app  # noqa: E402
 from support import create_app  # noqa: E402
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -94,8 +96,13 @@ def test_size_limit_as_bytes_or_text(storage_app: StorageApp):
     assert admin.get_bucket(as_text).file_size_limit in (1000, 1024)
     admin.update_bucket(as_text, {"file_size_limit": "2MB"})
     assert admin.get_bucket(as_text).file_size_limit in (2_000_000, 2 * 1024 * 1024)
-    bad = raises(lambda: admin.create_bucket(unique("limit-bad"), options={"file_size_limit": "lots"}))
-    assert bad["statusCode"] == "400"
+    for bad_limit in ["lots", -1, "1.5kb", "kb", 1.5]:
+        bad = raises(lambda: admin.create_bucket(unique("limit-bad"), options={"file_size_limit": bad_limit}))
+        assert bad["statusCode"] == "400", (bad_limit, bad)
+    for bad_types in [["png"], [""], ["image/"], "image/png", [5]]:
+        bad = raises(lambda: admin.create_bucket(unique("types-bad"), options={"allowed_mime_types": bad_types}))
+        assert bad["statusCode"] == "400", (bad_types, bad)
+    assert not [b.id for b in admin.list_buckets() if b.id.startswith(("limit-bad", "types-bad"))]
 
 
 def test_duplicate_create_is_409(storage_app: StorageApp):
@@ -147,8 +154,6 @@ def test_empty_removes_every_object_and_then_their_bytes(storage_app: StorageApp
         assert time.monotonic() < deadline, "the emptied bucket's bytes were not swept within 8 s"
         time.sleep(0.1)
     if storage_app.backend["kind"] == "file":
-        import os
-
         for version in versions:
             assert not os.path.exists(os.path.join(storage_app.backend["dir"], app_id, version))
     # An emptied bucket can be deleted; emptying a missing one is 404.
@@ -170,6 +175,10 @@ def test_delete_refuses_a_non_empty_bucket_and_a_missing_one(storage_app: Storag
     assert raises(lambda: admin.get_bucket(name)) == BUCKET_NOT_FOUND
     assert raises(lambda: admin.delete_bucket(name)) == BUCKET_NOT_FOUND
     assert name not in {b.id for b in admin.list_buckets()}
+    # Made again under the same name, it is a new, empty bucket.
+    admin.create_bucket(name)
+    assert admin.from_(name).list() == []
+    assert raises(lambda: admin.from_(name).download("keep.txt"))["statusCode"] == "404"
 
 
 def test_a_guest_makes_no_buckets(storage_app: StorageApp):
@@ -332,8 +341,6 @@ def test_a_buckets_mime_types_hold_on_upload(storage_app: StorageApp):
     assert raises(lambda: files.upload_to_signed_url("signed.txt", token, b"text", {"content-type": "text/plain"}))["statusCode"] == "415"
 
 
-@pytest.mark.xfail(reason="server bug: a refused MIME type's message is 'mime type is not supported by this bucket', "
-                          "not Supabase's 'mime type text/plain is not supported'", strict=True)
 def test_a_refused_mime_type_is_named_in_supabases_words(storage_app: StorageApp):
     admin = storage_app.admin().storage
     name = unique("png-words")
@@ -344,3 +351,19 @@ def test_a_refused_mime_type_is_named_in_supabases_words(storage_app: StorageApp
     assert refused.status_code == 400
     assert refused.json() == {"statusCode": "415", "code": "InvalidMimeType", "error": "invalid_mime_type",
                               "message": "mime type text/plain is not supported"}
+
+
+def test_emptying_a_bucket_gives_its_users_their_quota_back(storage_app: StorageApp):
+    app = other_app(storage_app, "empty-quota")
+    configure_app(app.database, app.app, storage_user_bytes_limit=3000)
+    app.admin().storage.create_bucket("photos")
+    client, user_id, _ = app.guest()
+    photos = client.storage.from_("photos")
+    photos.upload(f"{user_id}/one.bin", secrets.token_bytes(2000), {"content-type": "application/octet-stream"})
+    full = raises(lambda: photos.upload(f"{user_id}/two.bin", secrets.token_bytes(2000), {"content-type": "application/octet-stream"}))
+    assert full["statusCode"] == "413", full
+    assert app.sql(f"select bytes, objects from guestpass.storage_usage where user_id = '{user_id}'") == "2000|1"
+    app.admin().storage.empty_bucket("photos")
+    assert app.sql(f"select bytes, objects from guestpass.storage_usage where user_id = '{user_id}'") == "0|0"
+    photos.upload(f"{user_id}/two.bin", secrets.token_bytes(2000), {"content-type": "application/octet-stream"})
+    assert [e["name"] for e in photos.list(user_id)] == ["two.bin"]

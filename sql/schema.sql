@@ -1081,7 +1081,7 @@ COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integ
 CREATE FUNCTION guestpass.storage_objects_changed() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 a71925fa5bf244a3 $$;
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 0b4568e0cba9fbc1 $$;
 
 --
 -- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1848,13 +1848,13 @@ CREATE FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text) RETURN
     AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 ee87d20c27a6c543 $$;
 
 --
--- Name: storage_sweep_claim(integer, integer, boolean); Type: FUNCTION; Schema: guestpass_server; Owner: -
+-- Name: storage_sweep_claim(text, integer, integer, boolean); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) RETURNS TABLE(key text)
+CREATE FUNCTION guestpass_server.storage_sweep_claim(p_store text, p_limit integer, p_lease_seconds integer, p_uploads boolean) RETURNS TABLE(key text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 b4363521ca1605a2 $$;
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 970b4c002f258cf5 $$;
 
 --
 -- Name: storage_sweep_done(text[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1875,19 +1875,19 @@ CREATE FUNCTION guestpass_server.storage_upload_abandon(p_key text) RETURNS void
     AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 b54c53eb06ee731e $$;
 
 --
--- Name: storage_upload_begin(text, text, text, bigint, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
+-- Name: storage_upload_begin(text, text, text, text, bigint, integer); Type: FUNCTION; Schema: guestpass_server; Owner: -
 --
 
-CREATE FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) RETURNS TABLE(size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint)
+CREATE FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) RETURNS TABLE(size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 fbfc90f01ab663be $$;
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 8e8ba66f6c98be6a $$;
 
 --
--- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: COMMENT; Schema: guestpass_server; Owner: -
+-- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) IS 'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none; PT415 when p_mimetype is not one of its types; PT413 with detail size when p_declared_length is over the limit): the fresh version p_version (made by the server) reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s per-upload limit, lowered by the bucket''s file_size_limit), the bucket''s MIME types, and what the caller may still store (null for the secret key).';
+COMMENT ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) IS 'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none; PT415 when p_mimetype is not one of its types; PT413 with detail size when p_declared_length is over the limit): the fresh version p_version (made by the server) in the store p_store reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s per-upload limit, lowered by the bucket''s file_size_limit), the bucket''s MIME types, and what the caller may still store (null for the secret key).';
 
 --
 -- Name: store_apple_refresh_token(text, text, bytea); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -3164,6 +3164,7 @@ CREATE TABLE guestpass.storage_sweep (
     key text NOT NULL,
     app_id uuid NOT NULL,
     kind text NOT NULL,
+    store text NOT NULL,
     not_before timestamp with time zone NOT NULL,
     claimed_at timestamp with time zone,
     attempts integer DEFAULT 0 NOT NULL,
@@ -3353,6 +3354,7 @@ CREATE TABLE storage.objects (
     owner_id text GENERATED ALWAYS AS ((owner)::text) STORED,
     device_id uuid,
     version text NOT NULL,
+    store text NOT NULL,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     user_metadata jsonb,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -3360,6 +3362,7 @@ CREATE TABLE storage.objects (
     last_accessed_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT objects_metadata_check CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT objects_name_check CHECK ((((char_length(name) >= 1) AND (char_length(name) <= 1024)) AND (octet_length(name) <= 1024))),
+    CONSTRAINT objects_store_check CHECK (((char_length(store) >= 1) AND (char_length(store) <= 2048))),
     CONSTRAINT objects_user_metadata_check CHECK (((jsonb_typeof(user_metadata) = 'object'::text) AND (octet_length((user_metadata)::text) <= 1048576))),
     CONSTRAINT objects_version_check CHECK ((version ~ '^[0-9a-f-]{36}$'::text))
 );
@@ -3791,7 +3794,7 @@ CREATE INDEX sessions_user_id_idx ON guestpass.sessions USING btree (user_id);
 -- Name: storage_sweep_due_idx; Type: INDEX; Schema: guestpass; Owner: -
 --
 
-CREATE INDEX storage_sweep_due_idx ON guestpass.storage_sweep USING btree (not_before);
+CREATE INDEX storage_sweep_due_idx ON guestpass.storage_sweep USING btree (store, not_before);
 
 --
 -- Name: devices_user_id_idx; Type: INDEX; Schema: public; Owner: -
@@ -5214,11 +5217,11 @@ REVOKE ALL ON FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text)
 GRANT ALL ON FUNCTION guestpass_server.storage_public_bucket_app(p_bucket text) TO guestpass_authenticator;
 
 --
--- Name: FUNCTION storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean); Type: ACL; Schema: guestpass_server; Owner: -
+-- Name: FUNCTION storage_sweep_claim(p_store text, p_limit integer, p_lease_seconds integer, p_uploads boolean); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean) TO guestpass_authenticator;
+REVOKE ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_store text, p_limit integer, p_lease_seconds integer, p_uploads boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_sweep_claim(p_store text, p_limit integer, p_lease_seconds integer, p_uploads boolean) TO guestpass_authenticator;
 
 --
 -- Name: FUNCTION storage_sweep_done(p_keys text[]); Type: ACL; Schema: guestpass_server; Owner: -
@@ -5235,13 +5238,13 @@ REVOKE ALL ON FUNCTION guestpass_server.storage_upload_abandon(p_key text) FROM 
 GRANT ALL ON FUNCTION guestpass_server.storage_upload_abandon(p_key text) TO guestpass_authenticator;
 
 --
--- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
+-- Name: FUNCTION storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer); Type: ACL; Schema: guestpass_server; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO anon;
-GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO authenticated;
-GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO service_role;
+REVOKE ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO anon;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO authenticated;
+GRANT ALL ON FUNCTION guestpass_server.storage_upload_begin(p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer) TO service_role;
 
 --
 -- Name: FUNCTION store_apple_refresh_token(p_subject text, p_client_id text, p_sealed bytea); Type: ACL; Schema: guestpass_server; Owner: -

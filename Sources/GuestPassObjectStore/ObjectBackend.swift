@@ -30,6 +30,10 @@ public protocol ObjectBackend: Sendable {
     /// A short name for metrics and logs: `file` or `s3`.
     var kind: String { get }
 
+    /// Which store the bytes are in: `file:<resolved root>` or `s3:<endpoint>/<bucket>`. Every server of a deployment
+    /// shares it; objects and the sweep's keys record it, so a server only ever deletes bytes of its own store.
+    var store: String { get }
+
     /// Releases what the backend holds (S3: its HTTP client). Call it once, after the last request.
     func shutdown() async throws
 }

@@ -45,6 +45,8 @@ create table storage.objects (
     owner_id text generated always as (owner::text) stored,
     device_id uuid,
     version text not null,
+    -- The store holding the bytes (`file:<root>`, `s3:<endpoint>/<bucket>`): servers delete only their own store's.
+    store text not null constraint objects_store_check check (char_length(store) between 1 and 2048),
     metadata jsonb not null default '{}' constraint objects_metadata_check check (jsonb_typeof(metadata) = 'object'),
     user_metadata jsonb constraint objects_user_metadata_check check (
         jsonb_typeof(user_metadata) = 'object' and octet_length(user_metadata::text) <= 1048576
@@ -87,13 +89,14 @@ create table guestpass.storage_sweep (
     key text not null,
     app_id uuid not null,
     kind text not null constraint storage_sweep_kind_check check (kind in ('upload', 'replaced')),
+    store text not null,
     not_before timestamptz not null,
     claimed_at timestamptz,
     attempts integer not null default 0,
     constraint storage_sweep_pkey primary key (key)
 );
 
-create index storage_sweep_due_idx on guestpass.storage_sweep (not_before);
+create index storage_sweep_due_idx on guestpass.storage_sweep (store, not_before);
 
 -- Each app's storage limits, set by `guestpass apps configure`.
 alter table guestpass.apps

@@ -4,7 +4,7 @@
 -- C (Y), devices A1, A2, B1, C1 (lib/fixtures.sql). Uploads are written as the server writes them: a reservation by
 -- guestpass_server.storage_upload_begin, then the row, in the caller's role.
 begin;
-select plan(31);
+select plan(33);
 
 \ir lib/fixtures.sql
 \ir lib/roles.sql
@@ -24,15 +24,15 @@ declare
     v_version text := gen_random_uuid()::text;
     v_id uuid;
 begin
-    perform guestpass_server.storage_upload_begin(p_bucket, v_version, 'image/png', null, 3600);
+    perform guestpass_server.storage_upload_begin(p_bucket, v_version, 'file:/pgtap', 'image/png', null, 3600);
     if p_upsert then
-        insert into storage.objects as o (bucket_id, name, owner, device_id, version, metadata)
-        values (p_bucket, p_name, auth.uid(), auth.device_id(), v_version, jsonb_build_object('size', p_size))
+        insert into storage.objects as o (bucket_id, name, owner, device_id, version, store, metadata)
+        values (p_bucket, p_name, auth.uid(), auth.device_id(), v_version, 'file:/pgtap', jsonb_build_object('size', p_size))
         on conflict (app_id, bucket_id, name) do update set version = excluded.version, metadata = excluded.metadata
         returning o.id into v_id;
     else
-        insert into storage.objects (bucket_id, name, owner, device_id, version, metadata)
-        values (p_bucket, p_name, auth.uid(), auth.device_id(), v_version, jsonb_build_object('size', p_size));
+        insert into storage.objects (bucket_id, name, owner, device_id, version, store, metadata)
+        values (p_bucket, p_name, auth.uid(), auth.device_id(), v_version, 'file:/pgtap', jsonb_build_object('size', p_size));
     end if;
     return v_id;
 end
@@ -69,8 +69,8 @@ select from pg_temp.as_service_role('00000000-0000-4000-8000-0000000000f2');
 select is((select count(*)::int from storage.objects), 0, 'app Y''s secret key sees none of app X''s objects');
 select is((select count(*)::int from storage.buckets), 1, 'app Y sees its own bucket only');
 select throws_ok(
-    $$ insert into storage.objects (app_id, bucket_id, name, version) values
-       ('00000000-0000-4000-8000-0000000000f1', 'photos', 'planted.png', gen_random_uuid()::text) $$,
+    $$ insert into storage.objects (app_id, bucket_id, name, version, store) values
+       ('00000000-0000-4000-8000-0000000000f1', 'photos', 'planted.png', gen_random_uuid()::text, 'file:/pgtap') $$,
     '42501', null, 'app Y''s secret key cannot write a row into app X, whatever it names');
 reset role;
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2');
@@ -84,8 +84,8 @@ reset role;
 -- 4. The bytes' bookkeeping: a row needs its reservation; a replaced or removed version is queued for the sweep.
 select from pg_temp.as_user('00000000-0000-4000-8000-00000000000a', p_device => '00000000-0000-4000-8000-0000000000a1');
 select throws_ok(
-    $$ insert into storage.objects (bucket_id, name, owner, version) values
-       ('photos', '00000000-0000-4000-8000-00000000000a/unreserved.png', auth.uid(), gen_random_uuid()::text) $$,
+    $$ insert into storage.objects (bucket_id, name, owner, version, store) values
+       ('photos', '00000000-0000-4000-8000-00000000000a/unreserved.png', auth.uid(), gen_random_uuid()::text, 'file:/pgtap') $$,
     'PT408', 'the upload''s reservation has expired', 'a row cannot name bytes no upload reserved');
 reset role;
 select is((select count(*)::int from guestpass.storage_sweep where kind = 'upload'), 0, 'written rows took their reservations');
@@ -125,7 +125,19 @@ select is((select count(*)::int from storage.objects where app_id = '00000000-00
 select is((select count(*)::int from guestpass.storage_sweep where kind = 'replaced'), 3,
     'and queues the bytes of both objects (and the replaced version) for the sweep');
 
--- 8. Grants: the request roles reach the usage and the sweep only through the server's functions.
+-- 8. A sweeper takes only its own store's keys.
+insert into guestpass.storage_sweep (key, app_id, kind, store, not_before)
+values ('00000000-0000-4000-8000-0000000000f1/00000000-0000-4000-8000-000000000099', '00000000-0000-4000-8000-0000000000f1',
+        'replaced', 's3:http://elsewhere/bucket', now() - interval '1 minute');
+select is(
+    (select count(*)::int from guestpass_server.storage_sweep_claim('s3:http://elsewhere/bucket', 100, 60, true)), 1,
+    'the other store''s sweeper takes its key');
+select is(
+    (select count(*)::int from guestpass_server.storage_sweep_claim('file:/pgtap', 100, 60, true)
+     where key like '%000000000099'), 0,
+    'and this store''s sweeper never does');
+
+-- 9. Grants: the request roles reach the usage and the sweep only through the server's functions.
 select is(
     (select count(*)::int from (values ('anon'), ('authenticated'), ('service_role')) as r (role)
      cross join (values ('guestpass.storage_usage'), ('guestpass.storage_sweep')) as t (name)

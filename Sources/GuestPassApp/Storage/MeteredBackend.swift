@@ -9,6 +9,7 @@ import NIOCore
 struct MeteredBackend: ObjectBackend {
     let base: any ObjectBackend
     var kind: String { self.base.kind }
+    var store: String { self.base.store }
 
     func put(_ key: String, from body: inout some ByteSource, limit: Int64, contentType: String) async throws -> Int64 {
         let start = ContinuousClock.now

@@ -41,12 +41,22 @@ enum StorageFailure {
         make(501, .notImplemented, error: "Not Implemented", "\(what) is not served by GuestPass; see the README's Storage section")
     }
 
+    /// The authenticator's codes for an API key that is missing, unknown or in the URL: the gateway's refusals.
+    static let gatewayRefusals: Set<String> = [GoTrueCode.noApiKey, GoTrueCode.invalidApiKey, GoTrueCode.secretKeyInUrl]
+
     /// Any failure of a storage route in storage's shape.
     static func answer(for error: any Error) -> APIError {
         switch error {
         case let error as APIError:
             if error.storageErrorName != nil { return error }
             if error.status == .unauthorized {
+                // No API key, an unknown one, or a secret key in the URL: on Supabase the gateway refuses these with
+                // HTTP 401 before storage runs. A bad access token is storage's own refusal (statusCode "403").
+                if Self.gatewayRefusals.contains(error.code) {
+                    var refused = make(401, .accessDenied, error: "Unauthorized", error.message)
+                    refused.headers = error.headers
+                    return refused
+                }
                 return make(403, .accessDenied, error: "Unauthorized", error.message)
             }
             var converted = make(error.status.code, error.status.code >= 500 ? .internalError : .invalidRequest, error: "Error", error.message)
@@ -90,7 +100,7 @@ enum StorageFailure {
             let detail = error.detail ?? ""
             if detail == "size" { return Self.tooLarge }
             return Self.quota("at most \(Self.describe(detail))")
-        case .unsupportedMediaType?: return make(415, .invalidMimeType, error: "invalid_mime_type", "mime type is not supported by this bucket")
+        case .unsupportedMediaType?: return Self.invalidMimeType(error.detail ?? "")
         case .storageReservationExpired?:
             return make(408, .invalidRequest, error: "Request Timeout", "The upload took longer than its reservation; upload again")
         case .notFoundRaised?: return Self.noSuchBucket
@@ -110,11 +120,11 @@ enum StorageFailure {
         return "\(parts[1]) \(parts[0])"
     }
 
-    /// The HTTP status of a storage error whose semantic status is `status`: 400 for every 4xx but 416 and 429, the
-    /// status itself otherwise.
+    /// The HTTP status of a storage error whose semantic status is `status`: 400 for every 4xx but 401 (the API key
+    /// refusals, the gateway's on Supabase), 416 and 429, the status itself otherwise.
     static func httpStatus(_ status: HTTPResponse.Status) -> HTTPResponse.Status {
         switch status.code {
-        case 416, 429: return status
+        case 401, 416, 429: return status
         case 400..<500: return .badRequest
         default: return status
         }

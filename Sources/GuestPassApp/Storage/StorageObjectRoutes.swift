@@ -100,7 +100,8 @@ struct StorageObjectRoutes: Sendable {
         let metadata = try row.decode(String.self, "metadata")
         var write = StorageStatements.ObjectWrite(
             id: UUID(), bucket: to.bucket, name: to.key, owner: nil, device: nil, version: UUID().lowercasedString,
-            metadataJSON: metadata, userMetadataJSON: try row.decode(String?.self, "user_metadata"), upsert: upsert)
+            store: self.services.backend.store, metadataJSON: metadata, userMetadataJSON: try row.decode(String?.self, "user_metadata"),
+            upsert: upsert)
         let size = (try? JSONSerialization.jsonObject(with: Data(metadata.utf8)) as? [String: Any])?["size"] as? Int
         _ = try await self.services.run(
             caller.identity,

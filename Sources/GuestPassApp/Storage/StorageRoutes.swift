@@ -79,11 +79,11 @@ struct StorageRoutes: Sendable {
             case "sign" where words.count == 2: return try await objects.signMany(request, caller: try await caller())
             case "sign" where words.count > 2: return try await objects.signOne(request, caller: try await caller())
             case "upload" where second == "sign": return try await uploads.createSignedUpload(request, caller: try await caller())
-            default: return try await uploads.upload(request, caller: try await caller())
+            default: return try await uploads.upload(request, caller: try await caller(), channel: context.channel)
             }
         case .put:
-            if first == "upload", second == "sign" { return try await uploads.uploadSigned(request) }
-            return try await uploads.upload(request, caller: try await caller())
+            if first == "upload", second == "sign" { return try await uploads.uploadSigned(request, channel: context.channel) }
+            return try await uploads.upload(request, caller: try await caller(), channel: context.channel)
         case .delete:
             if words.count == 1 { return try await objects.remove(request, caller: try await caller()) }
             return try await objects.removeOne(request, caller: try await caller())

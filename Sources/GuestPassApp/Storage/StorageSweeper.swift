@@ -5,7 +5,7 @@ import GuestPassStore
 import Logging
 import ServiceLifecycle
 
-/// Deletes the bytes nothing references any more: the previous versions of replaced and removed objects (due at
+/// Deletes the bytes nothing references any more, in its backend's store only: the previous versions of replaced and removed objects (due at
 /// once), and with `uploads` the reservations of uploads that never wrote their row, past their grace period
 /// (orphans of a crash or a kill -9). Keys are leased (`storage_sweep_claim`), their bytes deleted, then their rows
 /// (`storage_sweep_done`): a sweeper that dies mid-batch leaves its lease to run out, and another takes the keys again;
@@ -24,7 +24,10 @@ public struct StorageSweep: Sendable {
     /// One batch: the number of keys whose bytes are gone.
     public func sweepBatch(limit: Int = 500, uploads: Bool) async throws -> Int {
         let claimed = try await self.pool.withConnection { connection in
-            try await connection.run { try $0.execute(StorageStatements.sweepClaim(limit: limit, leaseSeconds: Self.leaseSeconds, uploads: uploads)) }
+            try await connection.run {
+                try $0.execute(
+                    StorageStatements.sweepClaim(store: self.backend.store, limit: limit, leaseSeconds: Self.leaseSeconds, uploads: uploads))
+            }
         }
         let keys = try claimed.rows.map { try $0.decode(String.self, "key") }
         guard !keys.isEmpty else { return 0 }

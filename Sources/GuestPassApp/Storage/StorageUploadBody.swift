@@ -17,11 +17,17 @@ struct UploadDescription {
 }
 
 /// The file bytes of an upload as a `ByteSource`: a raw body passed through, or the first file part of a
-/// `multipart/form-data` body, read as it arrives (`MultipartParser`). A multipart body must reach its closing
-/// boundary before the source ends, so a cut-off upload fails instead of storing a prefix.
+/// `multipart/form-data` body, read as it arrives (`MultipartParser`). A cut-off upload fails instead of storing a
+/// prefix: a multipart body must reach its closing boundary, a raw body its `Content-Length` (or, chunked, end with
+/// its connection still open).
 struct UploadBodySource: ByteSource {
     private var iterator: RequestBody.AsyncIterator
     private var parser: MultipartParser?
+    /// The connection the body arrives on: a raw body that ends because the client went away is not a whole body.
+    private let channel: any Channel
+    /// A raw body's `Content-Length`, and the bytes read so far.
+    private var declaredLength: Int64?
+    private var received: Int64 = 0
     private var queued: [MultipartParser.Event] = []
     private var fileEnded = false
     /// Bytes read after the file part (parts the server drops), bounded.
@@ -30,9 +36,9 @@ struct UploadBodySource: ByteSource {
 
     /// Opens `request`'s body: for multipart, reads up to the file part's headers (400 `No content provided` when
     /// the body holds no file part).
-    static func open(_ request: Request) async throws -> (UploadDescription, UploadBodySource) {
+    static func open(_ request: Request, channel: any Channel) async throws -> (UploadDescription, UploadBodySource) {
         let contentType = request.headers[.contentType] ?? ""
-        var source = UploadBodySource(iterator: request.body.makeAsyncIterator(), parser: nil)
+        var source = UploadBodySource(iterator: request.body.makeAsyncIterator(), parser: nil, channel: channel)
         guard let boundary = MultipartParser.boundary(contentType: contentType) else {
             if contentType.lowercased().hasPrefix("multipart/") {
                 throw StorageFailure.invalidRequest("A multipart body needs multipart/form-data with a boundary")
@@ -42,6 +48,7 @@ struct UploadBodySource: ByteSource {
                 cacheControl: try Self.cacheControlHeader(request.headers[.cacheControl]),
                 userMetadataJSON: Self.headerMetadata(request.headers[.xMetadata]),
                 declaredLength: request.headers[.contentLength].flatMap { Int64($0) })
+            source.declaredLength = description.declaredLength
             return (description, source)
         }
         source.parser = MultipartParser(boundary: boundary)
@@ -66,7 +73,17 @@ struct UploadBodySource: ByteSource {
     }
 
     mutating func next() async throws -> ByteBuffer? {
-        guard self.parser != nil else { return try await self.iterator.next() }
+        guard self.parser != nil else {
+            guard let chunk = try await self.iterator.next() else {
+                // Hummingbird ends a body the same way whether it arrived whole or the client went away mid-body: a
+                // raw body must have its declared length, and a chunked one its connection still open at the end.
+                if let declared = self.declaredLength, self.received != declared { throw MultipartParser.Failure.truncated }
+                if self.declaredLength == nil, !self.channel.isActive { throw MultipartParser.Failure.truncated }
+                return nil
+            }
+            self.received += Int64(chunk.readableBytes)
+            return chunk
+        }
         while !self.fileEnded {
             guard let event = try await self.nextEvent() else { throw MultipartParser.Failure.truncated }
             switch event {

@@ -21,40 +21,42 @@ struct StorageUploadRoutes: Sendable {
     let services: StorageServices
 
     /// `POST`/`PUT /object/{bucket}/{key}`.
-    func upload(_ request: Request, caller: Caller) async throws -> Response {
+    func upload(_ request: Request, caller: Caller, channel: any Channel) async throws -> Response {
         let path = try StoragePath.object(request, skipping: 1)
         // PUT is always an upsert, as on the real server; POST only with `x-upsert: true`.
         let upsert = request.method == .put || request.headers[.xUpsert] == "true"
-        return try await self.upload(request, path: path, caller: caller, upsert: upsert)
+        return try await self.upload(request, path: path, caller: caller, upsert: upsert, channel: channel)
     }
 
     /// `PUT /object/upload/sign/{bucket}/{key}?token=`: no API key; the token's signer is the owner.
-    func uploadSigned(_ request: Request) async throws -> Response {
+    func uploadSigned(_ request: Request, channel: any Channel) async throws -> Response {
         let path = try StoragePath.object(request, skipping: 3)
         let claims = try self.services.signer.verify(request.uri.queryParameters.get("token"), scope: .upload, url: "\(path.bucket)/\(path.key)")
         let identity = self.services.serviceIdentity(app: claims.app)
         _ = try await self.store(
-            request, path: path, identity: identity, app: claims.app, owner: claims.owner, device: claims.device, upsert: claims.upsert ?? false)
+            request, path: path, identity: identity, app: claims.app, owner: claims.owner, device: claims.device, upsert: claims.upsert ?? false,
+            channel: channel)
         // The signed upload answers the key only, as Supabase does.
         return try StorageServices.json(SignedUploadAnswer(Key: "\(path.bucket)/\(path.key)"))
     }
 
-    private func upload(_ request: Request, path: StoragePath, caller: Caller, upsert: Bool) async throws -> Response {
+    private func upload(_ request: Request, path: StoragePath, caller: Caller, upsert: Bool, channel: any Channel) async throws -> Response {
         let id = try await self.store(
-            request, path: path, identity: caller.identity, app: caller.appID, owner: nil, device: nil, upsert: upsert)
+            request, path: path, identity: caller.identity, app: caller.appID, owner: nil, device: nil, upsert: upsert, channel: channel)
         return try StorageServices.json(UploadAnswer(Id: id.lowercasedString, Key: "\(path.bucket)/\(path.key)"))
     }
 
     /// Stores one upload; the object's id.
     private func store(
-        _ request: Request, path: StoragePath, identity: RequestIdentity, app: UUID, owner: UUID?, device: UUID?, upsert: Bool
+        _ request: Request, path: StoragePath, identity: RequestIdentity, app: UUID, owner: UUID?, device: UUID?, upsert: Bool,
+        channel: any Channel
     ) async throws -> UUID {
-        let (description, body) = try await UploadBodySource.open(request)
+        let (description, body) = try await UploadBodySource.open(request, channel: channel)
         var source = body
         let version = UUID().lowercasedString
         let key = StorageServices.backendKey(app: app, version: version)
         var write = StorageStatements.ObjectWrite(
-            id: UUID(), bucket: path.bucket, name: path.key, owner: owner, device: device, version: version,
+            id: UUID(), bucket: path.bucket, name: path.key, owner: owner, device: device, version: version, store: self.services.backend.store,
             metadataJSON: try Self.metadata(description, size: description.declaredLength ?? 0, version: version),
             userMetadataJSON: description.userMetadataJSON, upsert: upsert)
         let begun = try await self.services.run(
@@ -116,7 +118,7 @@ struct StorageUploadRoutes: Sendable {
         let upsert = request.headers[.xUpsert] == "true"
         let write = StorageStatements.ObjectWrite(
             id: UUID(), bucket: path.bucket, name: path.key, owner: nil, device: nil, version: UUID().lowercasedString,
-            metadataJSON: "{}", userMetadataJSON: nil, upsert: upsert)
+            store: self.services.backend.store, metadataJSON: "{}", userMetadataJSON: nil, upsert: upsert)
         _ = try await self.services.run(
             caller.identity,
             StorageStatements.signedUploadCheck(write))

@@ -32,6 +32,7 @@ public struct FileSystemBackend: ObjectBackend {
     static let copyChunkSize = 1 << 20
 
     public var kind: String { "file" }
+    public var store: String { "file:\(self.root)" }
 
     private let io: BlockingIO
 

@@ -34,6 +34,7 @@ public struct S3Backend: ObjectBackend {
     public static let maximumPartCount = 10_000
 
     public var kind: String { "s3" }
+    public var store: String { "s3:\(self.configuration.endpoint)/\(self.configuration.bucket)" }
 
     /// - Parameters:
     ///   - httpClient: a client to share; when nil the backend makes its own (on the NIO singleton event loops,

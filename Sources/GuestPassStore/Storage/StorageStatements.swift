@@ -89,16 +89,18 @@ public enum StorageStatements {
         public var owner: UUID?
         public var device: UUID?
         public var version: String
+        /// The store the bytes go to (`ObjectBackend.store`).
+        public var store: String
         /// System metadata (`{eTag, size, mimetype, cacheControl, lastModified, contentLength, httpStatusCode}`).
         public var metadataJSON: String
         public var userMetadataJSON: String?
         public var upsert: Bool
 
         public init(
-            id: UUID, bucket: String, name: String, owner: UUID?, device: UUID?, version: String, metadataJSON: String,
+            id: UUID, bucket: String, name: String, owner: UUID?, device: UUID?, version: String, store: String, metadataJSON: String,
             userMetadataJSON: String?, upsert: Bool
         ) {
-            (self.id, self.bucket, self.name, self.owner, self.device) = (id, bucket, name, owner, device)
+            (self.id, self.bucket, self.name, self.owner, self.device, self.store) = (id, bucket, name, owner, device, store)
             (self.version, self.metadataJSON, self.userMetadataJSON, self.upsert) = (version, metadataJSON, userMetadataJSON, upsert)
         }
     }
@@ -111,8 +113,8 @@ public enum StorageStatements {
             PostgresStatement(
                 """
                 select b.size_limit, b.user_bytes_left, b.user_objects_left
-                from guestpass_server.storage_upload_begin($1, $2, $3, $4::bigint, $5::integer) as b
-                """, [write.bucket, write.version, mimeType, declaredLength, graceSeconds]),
+                from guestpass_server.storage_upload_begin($1, $2, $3, $4, $5::bigint, $6::integer) as b
+                """, [write.bucket, write.version, write.store, mimeType, declaredLength, graceSeconds]),
             PostgresStatement("savepoint storage_dry_run"),
             Self.writeObject(write),
             PostgresStatement("rollback to savepoint storage_dry_run"),
@@ -131,18 +133,19 @@ public enum StorageStatements {
     public static func writeObject(_ write: ObjectWrite) -> PostgresStatement {
         let values: [any PostgresEncodable] = [
             write.id, write.bucket, write.name, write.owner, write.device, write.version, PostgresJSON(text: write.metadataJSON),
-            write.userMetadataJSON.map(PostgresJSON.init(text:)),
+            write.userMetadataJSON.map(PostgresJSON.init(text:)), write.store,
         ]
         let insert = """
-            insert into storage.objects as o (app_id, id, bucket_id, name, owner, device_id, version, metadata, user_metadata)
-            values (auth.app_id(), $1, $2, $3, coalesce($4::uuid, auth.uid()), coalesce($5::uuid, auth.device_id()), $6, $7, $8)
+            insert into storage.objects as o (app_id, id, bucket_id, name, owner, device_id, version, metadata, user_metadata, store)
+            values (auth.app_id(), $1, $2, $3, coalesce($4::uuid, auth.uid()), coalesce($5::uuid, auth.device_id()), $6, $7, $8, $9)
             """
         guard write.upsert else { return PostgresStatement(insert, values) }
         return PostgresStatement(
             insert + """
 
                 on conflict (app_id, bucket_id, name) do update
-                set owner = excluded.owner, device_id = excluded.device_id, version = excluded.version, metadata = excluded.metadata,
+                set owner = excluded.owner, device_id = excluded.device_id, version = excluded.version, store = excluded.store,
+                    metadata = excluded.metadata,
                     user_metadata = excluded.user_metadata, updated_at = now(), last_accessed_at = now()
                 returning o.id
                 """, values)
@@ -268,10 +271,10 @@ public enum StorageStatements {
 
     // MARK: The sweep
 
-    /// Due backend keys, leased for `leaseSeconds`; `uploads` includes reservations past their grace period.
-    public static func sweepClaim(limit: Int, leaseSeconds: Int, uploads: Bool) -> PostgresStatement {
+    /// Due backend keys of `store`, leased for `leaseSeconds`; `uploads` includes reservations past their grace period.
+    public static func sweepClaim(store: String, limit: Int, leaseSeconds: Int, uploads: Bool) -> PostgresStatement {
         PostgresStatement(
-            "select s.key from guestpass_server.storage_sweep_claim($1::integer, $2::integer, $3) as s", [limit, leaseSeconds, uploads])
+            "select s.key from guestpass_server.storage_sweep_claim($1, $2::integer, $3::integer, $4) as s", [store, limit, leaseSeconds, uploads])
     }
 
     /// The keys whose bytes are gone.

@@ -76,8 +76,8 @@ begin
     end if;
     -- The bytes a row leaves.
     if tg_op = 'DELETE' or (tg_op = 'UPDATE' and new.version is distinct from old.version) then
-        insert into guestpass.storage_sweep (key, app_id, kind, not_before)
-        values (old.app_id::text || '/' || old.version, old.app_id, 'replaced', v_now)
+        insert into guestpass.storage_sweep (key, app_id, kind, store, not_before)
+        values (old.app_id::text || '/' || old.version, old.app_id, 'replaced', old.store, v_now)
         on conflict (key) do nothing;
     end if;
     -- Usage: out of the old owner, into the new one.
@@ -118,7 +118,7 @@ create or replace trigger buckets_touch
 
 -- 2. An upload's start: the bucket's rules, the effective size limit, and a reserved version.
 create or replace function guestpass_server.storage_upload_begin(
-    p_bucket text, p_version text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer
+    p_bucket text, p_version text, p_store text, p_mimetype text, p_declared_length bigint, p_grace_seconds integer
 )
     returns table (
         size_limit bigint, allowed_mime_types text[], user_bytes_left bigint, user_objects_left bigint
@@ -148,7 +148,7 @@ begin
         where lower(t.allowed) = lower(btrim(split_part(p_mimetype, ';', 1)))
            or (t.allowed like '%/*' and lower(split_part(p_mimetype, '/', 1)) = lower(split_part(t.allowed, '/', 1)))
     ) then
-        raise exception using errcode = 'PT415', message = 'mime type not supported';
+        raise exception using errcode = 'PT415', message = 'mime type not supported', detail = p_mimetype;
     end if;
     if p_declared_length is not null and p_declared_length > least(
         v_limits.storage_upload_bytes_limit, coalesce(v_bucket.file_size_limit, v_limits.storage_upload_bytes_limit)
@@ -156,8 +156,8 @@ begin
         raise exception using errcode = 'PT413', message = 'object too large', detail = 'size';
     end if;
     select u.* into v_usage from guestpass.storage_usage as u where u.user_id = v_user;
-    insert into guestpass.storage_sweep (key, app_id, kind, not_before)
-    values (v_app::text || '/' || p_version, v_app, 'upload', guestpass.clock() + make_interval(secs => p_grace_seconds));
+    insert into guestpass.storage_sweep (key, app_id, kind, store, not_before)
+    values (v_app::text || '/' || p_version, v_app, 'upload', p_store, guestpass.clock() + make_interval(secs => p_grace_seconds));
     return query select
         least(v_limits.storage_upload_bytes_limit, coalesce(v_bucket.file_size_limit, v_limits.storage_upload_bytes_limit)),
         v_bucket.allowed_mime_types,
@@ -168,10 +168,10 @@ begin
 end;
 $$;
 
-comment on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer) is
+comment on function guestpass_server.storage_upload_begin(text, text, text, text, bigint, integer) is
     'Storage: the start of an upload to bucket p_bucket of the caller''s app (PT404 when there is none; PT415 when '
     'p_mimetype is not one of its types; PT413 with detail size when p_declared_length is over the limit): the fresh '
-    'version p_version (made by the server) reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s '
+    'version p_version (made by the server) in the store p_store reserved for p_grace_seconds (a storage_sweep row of kind upload), the largest size allowed (the app''s '
     'per-upload limit, lowered by the bucket''s file_size_limit), the bucket''s MIME types, and what the caller may '
     'still store (null for the secret key).';
 
@@ -191,8 +191,11 @@ create or replace function guestpass_server.storage_public_bucket_app(p_bucket t
     select b.app_id from storage.buckets as b where b.id = p_bucket and b.public
 $$;
 
--- 5. The sweep: due rows leased (claimed_at), their bytes deleted by the server, then the rows.
-create or replace function guestpass_server.storage_sweep_claim(p_limit integer, p_lease_seconds integer, p_uploads boolean)
+-- 5. The sweep: due rows of the sweeper's own store leased (claimed_at), their bytes deleted by the server, then the
+-- rows. A server never takes another store's keys (a deployment moving from disk to S3, or test servers side by side).
+create or replace function guestpass_server.storage_sweep_claim(
+    p_store text, p_limit integer, p_lease_seconds integer, p_uploads boolean
+)
     returns table (key text)
     language plpgsql volatile security definer set search_path = '' as $$
 declare
@@ -205,7 +208,7 @@ begin
     with due as (
         select s.key
         from guestpass.storage_sweep as s
-        where s.not_before <= v_now
+        where s.store = p_store and s.not_before <= v_now
           and (s.kind = 'replaced' or p_uploads)
           and (s.claimed_at is null or s.claimed_at < v_now - make_interval(secs => p_lease_seconds))
         order by s.not_before
@@ -261,10 +264,10 @@ revoke all on function storage.foldername(text), storage.filename(text), storage
 grant execute on function storage.foldername(text), storage.filename(text), storage.extension(text)
     to anon, authenticated, service_role;
 revoke all on function guestpass.storage_objects_changed() from public;
-revoke all on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer), guestpass_server.storage_bucket(text),
-    guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(integer, integer, boolean),
+revoke all on function guestpass_server.storage_upload_begin(text, text, text, text, bigint, integer), guestpass_server.storage_bucket(text),
+    guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(text, integer, integer, boolean),
     guestpass_server.storage_sweep_done(text[]), guestpass_server.storage_upload_abandon(text) from public;
-grant execute on function guestpass_server.storage_upload_begin(text, text, text, bigint, integer), guestpass_server.storage_bucket(text)
+grant execute on function guestpass_server.storage_upload_begin(text, text, text, text, bigint, integer), guestpass_server.storage_bucket(text)
     to anon, authenticated, service_role;
-grant execute on function guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(integer, integer, boolean),
+grant execute on function guestpass_server.storage_public_bucket_app(text), guestpass_server.storage_sweep_claim(text, integer, integer, boolean),
     guestpass_server.storage_sweep_done(text[]), guestpass_server.storage_upload_abandon(text) to guestpass_authenticator;
