@@ -41,11 +41,15 @@ DESTRUCTIVE = ("/auth/v1/logout", "/v1/account/delete")  # end the guest's sessi
 
 
 @pytest.fixture(scope="module")
-def fuzz_server(start_server):
+def fuzz_server(start_server, database):
     """A server of its own: the fuzzer's per-client buckets follow X-Forwarded-For, so it drains no bucket of
-    127.0.0.1 that another module's tests need; generous sign-up limits (the fuzzer signs up many guests)."""
+    127.0.0.1 that another module's tests need; generous sign-up limits (the fuzzer signs up many guests); a storage
+    directory, so the storage routes reach their work (without one they answer 503)."""
+    storage = database.workdir / "openapi-storage"
+    storage.mkdir(parents=True, exist_ok=True)
     return start_server(
         "openapi",
+        GUESTPASS_STORAGE_DIR=str(storage),
         GUESTPASS_TRUSTED_PROXY_HEADER="X-Forwarded-For",
         GUESTPASS_SIGNUP_BURST="100000",
         GUESTPASS_SIGNUP_RATE_PER_HOUR="100000",
@@ -80,7 +84,7 @@ def source_routes() -> set[tuple[str, str]]:
     """(METHOD, /path) of every route registration in Sources/GuestPassApp, read in order: `router.group("p")` sets
     the prefix of the `.get/.post/…("x")` calls after it; `router.get("x")` stands alone; `:name` is `{name}`."""
     routes = set()
-    call = re.compile(r'(router)?(?<!parameters)\.(group|get|post|put|patch|delete)\("([^"]*)"\)')
+    call = re.compile(r'(router)?(?<![pP]arameters)\.(group|get|post|put|patch|delete)\("([^"]*)"\)')
     for source in sorted(ROUTE_SOURCES.rglob("*.swift")):
         if source.name == METRICS_SOURCE:
             continue  # /metrics is served by the metrics listener (GUESTPASS_METRICS_ADDRESS), not the API port

@@ -12,7 +12,8 @@ import GuestPassStore
 /// registered route (`e2e/test_openapi.py` checks both ways), so there is no second route table to keep. The middleware
 /// is added to the router after every route (`buildRouter`), so it runs only when no route matched: it costs the
 /// routed requests nothing. A documented literal path (`/rest/v1/rpc/get_quota`) wins over a template
-/// (`/rest/v1/rpc/{function}`); a `{name}` segment matches any one non-empty segment. The table API answers its own
+/// (`/rest/v1/rpc/{function}`), and a template with more literal segments wins over one with fewer; a `{name}` segment
+/// matches any one non-empty segment. The table API answers its own
 /// 405s (`Tables/TableRoutes.swift`).
 struct MethodNotAllowedMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
@@ -23,6 +24,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         let methods: [String]
 
         var isLiteral: Bool { !self.segments.contains(nil) }
+        /// How many of its segments are literal: the more, the more specific.
+        var literalCount: Int { self.segments.count { $0 != nil } }
 
         func matches(_ parts: [Substring]) -> Bool {
             guard parts.count == self.segments.count else { return false }
@@ -32,7 +35,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
 
     let paths: [KnownPath]
 
-    /// The paths of `document` (an OpenAPI document's bytes), literal ones first.
+    /// The paths of `document` (an OpenAPI document's bytes), the most specific first.
     init(document: Data) throws {
         let methods = ["get", "head", "post", "put", "patch", "delete", "options", "trace"]
         guard let root = try JSONSerialization.jsonObject(with: document) as? [String: Any],
@@ -46,7 +49,10 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
                 methods: methods.filter { item[$0] != nil }.map { $0.uppercased() }
             )
         }
-        self.paths = known.filter(\.isLiteral) + known.filter { !$0.isLiteral }
+        // The most specific first, so a request's methods are its own path's: literal paths, then templates by their
+        // literal segments (`/storage/v1/object/list/{bucket}` before `/storage/v1/object/{bucket}/{path}`, both of
+        // which match `/storage/v1/object/list/b`).
+        self.paths = known.sorted { $0.literalCount > $1.literalCount }
     }
 
     /// The bundled document's paths.

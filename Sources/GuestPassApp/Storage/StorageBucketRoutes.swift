@@ -18,16 +18,13 @@ struct StorageBucketRoutes: Sendable {
         let group = router.group("storage/v1").add(middleware: ErrorMiddleware(dialect: .storage))
             .add(middleware: AuthenticationMiddleware(authenticator: authenticator)).group(context: CallerContext.self)
         group.get("bucket") { request, context in
-            let query = request.uri.queryParameters
-            let limit = query.get("limit").flatMap(Int.init)
-            let offset = query.get("offset").flatMap(Int.init) ?? 0
-            guard limit.map({ $0 >= 1 }) ?? true, offset >= 0 else { throw StorageFailure.invalidRequest("limit and offset must be positive") }
+            let query = try BucketListQuery(request)
             let results = try await self.services.pool.requestTransaction(
                 context.caller.identity, readOnly: true,
                 [
                     StorageStatements.listBuckets(
-                        limit: limit, offset: offset, search: query.get("search"), sortColumn: query.get("sortColumn") ?? "name",
-                        ascending: query.get("sortOrder")?.lowercased() != "desc")
+                        limit: query.limit, offset: query.offset, search: query.search, sortColumn: query.sortColumn,
+                        ascending: query.ascending)
                 ])
             return StorageServices.json(try results.first?.first?.decode(String.self, "body") ?? "[]")
         }
@@ -125,4 +122,39 @@ struct StorageBucketRoutes: Sendable {
 
 struct BucketCreated: Encodable {
     let name: String
+}
+
+/// `GET /bucket`'s query, checked as the real server's schema does: `limit` an integer >= 1, `offset` an integer >= 0,
+/// `sortColumn` one of `id`, `name`, `created_at`, `updated_at`, `sortOrder` `asc` or `desc`; anything else is 400
+/// `InvalidRequest` (it was ignored, so a typo listed every bucket in another order than asked).
+struct BucketListQuery {
+    static let sortColumns = ["id", "name", "created_at", "updated_at"]
+
+    let limit: Int?
+    let offset: Int
+    let search: String?
+    let sortColumn: String
+    let ascending: Bool
+
+    init(_ request: Request) throws {
+        let parameters = request.uri.queryParameters
+        self.limit = try Self.integer(parameters.get("limit"), "limit", minimum: 1)
+        self.offset = try Self.integer(parameters.get("offset"), "offset", minimum: 0) ?? 0
+        self.search = parameters.get("search")
+        self.sortColumn = parameters.get("sortColumn") ?? "name"
+        guard Self.sortColumns.contains(self.sortColumn) else {
+            throw StorageFailure.invalidRequest("querystring/sortColumn must be one of \(Self.sortColumns.joined(separator: ", "))")
+        }
+        let order = parameters.get("sortOrder") ?? "asc"
+        guard order == "asc" || order == "desc" else { throw StorageFailure.invalidRequest("querystring/sortOrder must be asc or desc") }
+        self.ascending = order == "asc"
+    }
+
+    private static func integer(_ text: String?, _ name: String, minimum: Int) throws -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= minimum else {
+            throw StorageFailure.invalidRequest("querystring/\(name) must be an integer >= \(minimum)")
+        }
+        return value
+    }
 }
