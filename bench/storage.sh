@@ -7,7 +7,8 @@
 #    (POST /storage/v1/object/bench/<key>, a raw body streamed by `curl -T`, the app's secret key) and downloaded
 #    (GET, to a file, compared with the source), against the same bytes written and read on the same disk without
 #    HTTP: `dd bs=1M conv=fsync` into the server's data directory (the server fsyncs an object before it answers) and
-#    `dd` back to /dev/null, the page cache dropped before each read on both sides (as root). Printed: the median seconds and MiB/s of each, and HTTP/dd as throughput ratios. Target: ≥ 0.7 each way.
+#    `dd` back to /dev/null, the data files dropped from the page cache before each read on both sides; each side
+#    timed by its own tool (curl's time_total, dd's figure). Printed: the median seconds and MiB/s of each, and HTTP/dd as throughput ratios. Target: ≥ 0.7 each way.
 # 2. 10 KiB uploads/s: wrk POSTs a new key per request (bench/storage_upload.lua, BENCH_CONNECTIONS connections) for
 #    BENCH_DURATION seconds, against pgbench running the same metadata SQL (bench/storage_metadata.sql: the reservation
 #    and permission dry run, then the row, in the request's frame, as the login role) for as long. Target: HTTP/pgbench
@@ -59,39 +60,46 @@ psql_q "$SUPER_URL" -c "insert into storage.buckets (app_id, id, name) values ('
 DATA_DIR="$WORK/storage"
 mkdir -p "$DATA_DIR"
 
-now_ns() { date +%s%N; }
-seconds_since() { python3 -c "import sys; print(f'{(int(sys.argv[2]) - int(sys.argv[1])) / 1e9:.4f}')" "$1" "$(now_ns)"; }
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(float(x) for x in sys.argv[1:]):.4f}')" "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 mibps() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.0f}')" "$1" "$2"; }
 
-# Reads come from the disk on both sides: the page cache is dropped before each download and each dd read (root
-# only; otherwise both read a warm cache, and the report says so).
-CACHES=warm
-if [ -w /proc/sys/vm/drop_caches ]; then CACHES=dropped; fi
-drop_caches() { if [ "$CACHES" = dropped ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
+# Reads come from the disk on both sides: before each download and each dd read, the data directory's files (the
+# object's and dd's, and nothing else: not PostgreSQL's pages, not the binaries) are written back and dropped from the
+# page cache (posix_fadvise DONTNEED).
+evict_data() {
+  sync
+  python3 - "$DATA_DIR" <<'PY'
+import os, sys
+for directory, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+PY
+}
 
+# Each side is timed by its own tool, so neither pays for starting a process: curl's time_total (connect to last
+# byte) and dd's own figure.
 # http_upload KEY FILE → seconds; http_download KEY OUT → seconds (the answer's status must be 200)
 http_upload() {
-  local t0 code
-  t0="$(now_ns)"
+  local answer
   # No `Expect: 100-continue` (curl's default for -T, a 1 s wait here; the SDKs do not send it).
-  code="$(curl -s -o "$WORK/upload.out" -w '%{http_code}' -T "$2" -X POST -H 'Expect:' -H "apikey: $SECRET_KEY" \
+  answer="$(curl -s -o "$WORK/upload.out" -w '%{http_code} %{time_total}' -T "$2" -X POST -H 'Expect:' -H "apikey: $SECRET_KEY" \
     -H 'Content-Type: application/octet-stream' "$URL/storage/v1/object/bench/$1")"
-  local took
-  took="$(seconds_since "$t0")"
-  [ "$code" = 200 ] || { cat "$WORK/upload.out" >&2; gp_die "upload of $1 answered $code"; }
-  echo "$took"
+  [ "${answer% *}" = 200 ] || { cat "$WORK/upload.out" >&2; gp_die "upload of $1 answered ${answer% *}"; }
+  echo "${answer#* }"
 }
 http_download() {
-  local t0 code
-  t0="$(now_ns)"
-  code="$(curl -s -o "$2" -w '%{http_code}' -H "apikey: $SECRET_KEY" "$URL/storage/v1/object/bench/$1")"
-  local took
-  took="$(seconds_since "$t0")"
-  [ "$code" = 200 ] || gp_die "download of $1 answered $code"
-  echo "$took"
+  local answer
+  answer="$(curl -s -o "$2" -w '%{http_code} %{time_total}' -H "apikey: $SECRET_KEY" "$URL/storage/v1/object/bench/$1")"
+  [ "${answer% *}" = 200 ] || gp_die "download of $1 answered ${answer% *}"
+  echo "${answer#* }"
 }
+# dd_seconds DD-ARGS… → the seconds dd reports for its copy
+dd_seconds() { dd "$@" 2>&1 | sed -n 's/.* copied, \([0-9.e+-]*\) s.*/\1/p'; }
 
 # transfers LABEL MIB: the medians of ROUNDS uploads, downloads, dd writes and dd reads of one MIB-MiB object.
 transfers() {
@@ -101,18 +109,13 @@ transfers() {
   for i in $(seq 1 "$ROUNDS"); do
     local key="$label-$mib-$i-$RANDOM"
     ups+=("$(http_upload "$key" "$source")")
-    drop_caches
+    evict_data
     downs+=("$(http_download "$key" "$WORK/downloaded")")
     cmp -s "$source" "$WORK/downloaded" || gp_die "the downloaded $mib MiB object differs from the uploaded one"
     rm -f "$WORK/downloaded"
-    local t0
-    t0="$(now_ns)"
-    dd if="$source" of="$DATA_DIR/dd-$i" bs=1M conv=fsync status=none
-    writes+=("$(seconds_since "$t0")")
-    drop_caches
-    t0="$(now_ns)"
-    dd if="$DATA_DIR/dd-$i" of=/dev/null bs=1M status=none
-    reads+=("$(seconds_since "$t0")")
+    writes+=("$(dd_seconds if="$source" of="$DATA_DIR/dd-$i" bs=1M conv=fsync)")
+    evict_data
+    reads+=("$(dd_seconds if="$DATA_DIR/dd-$i" of=/dev/null bs=1M)")
     rm -f "$DATA_DIR/dd-$i"
   done
   UP="$(median "${ups[@]}")" DOWN="$(median "${downs[@]}")" DD_WRITE="$(median "${writes[@]}")" DD_READ="$(median "${reads[@]}")"
@@ -192,7 +195,7 @@ verdict() { python3 -c "import sys; print('meets' if float(sys.argv[1]) >= float
 {
   echo
   echo "==== Storage ($(nproc) cores; release build; durable PostgreSQL: ${BENCH_DURABLE:-1})"
-  echo "Transfers (median of $ROUNDS; ratio = HTTP throughput / dd throughput on the same disk; page cache $CACHES before reads):"
+  echo "Transfers (median of $ROUNDS; ratio = HTTP throughput / dd throughput on the same disk; the data files dropped from the page cache before reads):"
   cat "$WORK/report"
   echo "  file system: 1 MiB up $FILE_1_UP, down $FILE_1_DOWN; 64 MiB up $FILE_64_UP, down $FILE_64_DOWN (target ≥ $TRANSFER_TARGET each:" \
     "$(verdict "$FILE_1_UP" $TRANSFER_TARGET) $(verdict "$FILE_1_DOWN" $TRANSFER_TARGET) $(verdict "$FILE_64_UP" $TRANSFER_TARGET) $(verdict "$FILE_64_DOWN" $TRANSFER_TARGET))"

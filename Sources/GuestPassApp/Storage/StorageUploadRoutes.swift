@@ -63,7 +63,7 @@ struct StorageUploadRoutes: Sendable {
             identity,
             StorageStatements.beginUpload(
                 write, mimeType: description.mimeType, declaredLength: description.declaredLength, graceSeconds: self.services.uploadGraceSeconds))
-        guard let plan = begun.first?.first else { throw StorageFailure.noSuchBucket }
+        guard begun.count > 1, let plan = begun[1].first else { throw StorageFailure.noSuchBucket }
         let sizeLimit = try plan.decode(Int64.self, "size_limit")
         let bytesLeft = try plan.decode(Int64?.self, "user_bytes_left")
         let limit = min(sizeLimit, bytesLeft ?? sizeLimit)

@@ -58,9 +58,12 @@ public struct FileSystemBackend: ObjectBackend {
         "\(self.root)/\(key)"
     }
 
+    /// Writes overlap the body's arrival: a batch is written on the thread pool while the next one is read from the
+    /// socket (at most one write in flight, so at most two batches in memory).
     public func put(_ key: String, from body: inout some ByteSource, limit: Int64, contentType: String) async throws -> Int64 {
         try ObjectKey.validate(key)
         let target = try await self.createTemporary(for: key)
+        var inFlight: Task<Void, any Error>?
         do {
             var total: Int64 = 0
             var batch = ByteBuffer()
@@ -68,23 +71,35 @@ public struct FileSystemBackend: ObjectBackend {
                 total += Int64(chunk.readableBytes)
                 if total > limit { throw ObjectBackendError.tooLarge(limit: limit) }
                 if batch.readableBytes == 0 && chunk.readableBytes >= Self.writeBatchSize {
-                    try await self.write(chunk, to: target.file)
+                    try await inFlight?.value
+                    inFlight = self.startWrite(chunk, to: target.file)
                     continue
                 }
                 if batch.readableBytes == 0 { batch.reserveCapacity(Self.writeBatchSize + chunk.readableBytes) }
                 batch.writeBuffer(&chunk)
                 if batch.readableBytes >= Self.writeBatchSize {
-                    try await self.write(batch, to: target.file)
+                    try await inFlight?.value
+                    inFlight = self.startWrite(batch, to: target.file)
                     batch = ByteBuffer()
                 }
             }
+            try await inFlight?.value
+            inFlight = nil
             if batch.readableBytes > 0 { try await self.write(batch, to: target.file) }
             try await self.commit(target)
             return total
         } catch {
+            // The descriptor is closed only once no write uses it.
+            _ = try? await inFlight?.value
             await self.abandon(target)
             throw error
         }
+    }
+
+    /// One batch's write, started on the thread pool.
+    private func startWrite(_ buffer: ByteBuffer, to file: FileDescriptor) -> Task<Void, any Error> {
+        let io = self.io
+        return Task { try await io.run { try buffer.withUnsafeReadableBytes { bytes in try POSIX.writeAll(file.fd, bytes) } } }
     }
 
     public func get(_ key: String, range: ClosedRange<Int64>?) async throws -> ObjectDownload {
