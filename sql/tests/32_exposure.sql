@@ -26,7 +26,7 @@ select c.oid, n.nspname, c.relname, c.relkind, c.relowner, c.relacl
 from pg_catalog.pg_class as c
 join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
 where c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
-  and (n.nspname in ('auth', 'guestpass', 'guestpass_server', 'guestpass_migrations')
+  and (n.nspname in ('auth', 'guestpass', 'guestpass_server', 'guestpass_migrations', 'storage')
        or (n.nspname = 'public' and c.relname in ('users', 'devices', 'partners')));
 
 select is(
@@ -65,7 +65,22 @@ select set_eq(
         -- public.set_timezone), credits, premium, metadata or anything else.
         'public.users.onboarding_completed UPDATE to authenticated',
         'public.users.language UPDATE to authenticated',
-        'public.users.notification_enabled UPDATE to authenticated'
+        'public.users.notification_enabled UPDATE to authenticated',
+        -- Storage (16_storage.sql): every object operation runs as the caller on storage.objects and the bucket routes
+        -- on storage.buckets, so the app's own policies decide (none by default: the request roles reach nothing but
+        -- what an app's policies open, and a restrictive tenant policy keeps each to its own app). The per-user usage
+        -- and the sweep's keys (guestpass.storage_usage, storage_sweep) are reached only through the server's
+        -- functions and the objects trigger.
+        'storage.buckets SELECT to anon', 'storage.buckets INSERT to anon', 'storage.buckets UPDATE to anon',
+        'storage.buckets DELETE to anon', 'storage.buckets SELECT to authenticated', 'storage.buckets INSERT to authenticated',
+        'storage.buckets UPDATE to authenticated', 'storage.buckets DELETE to authenticated',
+        'storage.buckets SELECT to service_role', 'storage.buckets INSERT to service_role', 'storage.buckets UPDATE to service_role',
+        'storage.buckets DELETE to service_role',
+        'storage.objects SELECT to anon', 'storage.objects INSERT to anon', 'storage.objects UPDATE to anon',
+        'storage.objects DELETE to anon', 'storage.objects SELECT to authenticated', 'storage.objects INSERT to authenticated',
+        'storage.objects UPDATE to authenticated', 'storage.objects DELETE to authenticated',
+        'storage.objects SELECT to service_role', 'storage.objects INSERT to service_role', 'storage.objects UPDATE to service_role',
+        'storage.objects DELETE to service_role'
         -- Nothing else: no INSERT, UPDATE or DELETE on any GuestPass table (the ledger, quotas, sessions, tokens,
         -- devices and their secrets change only through SECURITY DEFINER functions), nothing for anon or
         -- service_role, nothing on guestpass, guestpass_server, auth or guestpass_migrations, no sequence.
@@ -79,7 +94,7 @@ select set_eq(
                   case a.grantee when 0 then 'PUBLIC' else pg_catalog.pg_get_userbyid(a.grantee)::text end)
     from pg_catalog.pg_namespace as n
     cross join lateral pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) as a
-    where n.nspname in ('auth', 'guestpass', 'guestpass_server', 'guestpass_migrations', 'public')
+    where n.nspname in ('auth', 'guestpass', 'guestpass_server', 'guestpass_migrations', 'public', 'storage')
       and (a.grantee = 0 or pg_catalog.pg_get_userbyid(a.grantee) in
            ('anon', 'authenticated', 'service_role', 'guestpass_authenticator'))
     $$,
@@ -95,7 +110,9 @@ select set_eq(
         'guestpass_server USAGE to guestpass_authenticator',
         -- The exposed schema (PUBLIC's USAGE is PostgreSQL 15's default; CREATE is revoked, 0001).
         'public USAGE to PUBLIC', 'public USAGE to anon', 'public USAGE to authenticated',
-        'public USAGE to service_role'
+        'public USAGE to service_role',
+        -- Storage's tables and helpers (storage.foldername, filename, extension), for the request roles.
+        'storage USAGE to anon', 'storage USAGE to authenticated', 'storage USAGE to service_role'
         -- Nothing on guestpass or guestpass_migrations, no CREATE anywhere.
     ],
     'the request roles hold exactly the allowlisted schema privileges'
