@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(name: "StorageProtocolTests", dependencies: ["StorageProtocol"]),
         .testTarget(
             name: "GuestPassObjectStoreTests",
-            dependencies: ["GuestPassObjectStore", "GuestPassCrypto", .nioCore, .nioPosix],
+            dependencies: ["GuestPassObjectStore", "GuestPassCrypto", .nioCore],
             resources: [.copy("Vectors")]
         ),
         .testTarget(name: "GuestPassMailTests", dependencies: ["GuestPassMail", "GuestPassTestSupport"]),

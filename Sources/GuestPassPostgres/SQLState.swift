@@ -38,6 +38,15 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let rateLimited = SQLState("PT429")
     /// `PT401`: raised by `guestpass.ensure_guest_device` for a revoked device (HTTP 401).
     public static let deviceRevoked = SQLState("PT401")
+    /// `PT404`: a named thing is not there (storage: the bucket of an upload).
+    public static let notFoundRaised = SQLState("PT404")
+    /// `PT408`: storage: an upload's reservation was swept before its row was written.
+    public static let storageReservationExpired = SQLState("PT408")
+    /// `PT413`: storage: an upload passes a size limit (detail `size`) or a user's bytes or objects limit (detail
+    /// `bytes:N` or `objects:N`).
+    public static let storageQuota = SQLState("PT413")
+    /// `PT415`: storage: an upload's MIME type is not one of its bucket's (detail: the type).
+    public static let unsupportedMediaType = SQLState("PT415")
 
     /// Whether the class says the server or the connection failed, not the statement: 08 (connection), 53
     /// (insufficient resources), 57 (operator intervention, e.g. a shutdown) but not 57014 (a cancelled statement).

@@ -114,12 +114,3 @@ comment on column guestpass.apps.storage_user_bytes_limit is
     'no such limit). Default 100 MiB.';
 comment on column guestpass.apps.storage_user_objects_limit is
     'Storage: the objects one user may hold. Default 1000.';
-
-alter table storage.buckets enable row level security;
-alter table storage.buckets force row level security;
-alter table storage.objects enable row level security;
-alter table storage.objects force row level security;
-alter table guestpass.storage_usage enable row level security;
-alter table guestpass.storage_usage force row level security;
-alter table guestpass.storage_sweep enable row level security;
-alter table guestpass.storage_sweep force row level security;

@@ -131,17 +131,6 @@ enum StorageFailure {
     }
 }
 
-extension SQLState {
-    /// `PT413`: a user's storage would pass the app's bytes or objects limit (the detail: `bytes:N` or `objects:N`).
-    static let storageQuota = SQLState("PT413")
-    /// `PT408`: an upload's reservation was swept before its row was written.
-    static let storageReservationExpired = SQLState("PT408")
-    /// `PT415`: an upload's MIME type is not one of its bucket's.
-    static let unsupportedMediaType = SQLState("PT415")
-    /// `PT404`: a named thing is not there (storage: the bucket).
-    static let notFoundRaised = SQLState("PT404")
-}
-
 /// Storage's error body: `statusCode` a string (supabase-swift fails on a number), then code, error, message.
 struct StorageErrorBody: Encodable {
     let statusCode: String

@@ -241,6 +241,13 @@ $$;
 alter table storage.buckets alter column app_id set default auth.app_id();
 alter table storage.objects alter column app_id set default auth.app_id();
 
+-- Every table of the area under forced row-level security: storage's for the policies below and an app's own, the
+-- usage and the sweep's keys with none (only the SECURITY DEFINER functions and the trigger reach them).
+alter table storage.buckets enable row level security, force row level security;
+alter table storage.objects enable row level security, force row level security;
+alter table guestpass.storage_usage enable row level security, force row level security;
+alter table guestpass.storage_sweep enable row level security, force row level security;
+
 -- 6. Row-level security: the tenant wall for every role, the secret key's freedom inside its app, nothing else.
 drop policy if exists buckets_tenant on storage.buckets;
 create policy buckets_tenant on storage.buckets as restrictive for all to public
