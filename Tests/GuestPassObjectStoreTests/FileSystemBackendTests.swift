@@ -62,20 +62,22 @@ import Testing
         }
     }
 
-    /// Every path closes the descriptor: a full read, a sink that throws, a download never streamed.
+    /// Every path closes the descriptor: a full read, a sink that throws, a download never streamed. The count is the
+    /// process's, which other suites running in parallel move by a few: 100 rounds of 3 downloads would leak 300 if a
+    /// path kept its descriptor, so a margin of 24 still catches any leak.
     @Test func downloadsCloseTheirDescriptors() async throws {
         struct Gone: Error {}
         try await withFileSystemBackend { backend, _ in
             let key = freshKey()
             try await put(backend, key, testBytes(2 << 20))
             let before = try Self.openDescriptorCount()
-            for _ in 0..<20 {
+            for _ in 0..<100 {
                 _ = try await read(backend, key)
                 let download = try await backend.get(key, range: 5...(1 << 20))
                 try? await download.stream { _ in throw Gone() }
                 _ = try await backend.get(key, range: nil)  // dropped unstreamed
             }
-            #expect(try Self.openDescriptorCount() <= before + 2)
+            #expect(try Self.openDescriptorCount() <= before + 24)
         }
     }
 
