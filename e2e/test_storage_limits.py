@@ -125,11 +125,22 @@ def test_replaced_and_removed_versions_lose_their_bytes(storage_app: StorageApp)
     photos.update(f"{user_id}/v.png", b"two")
     assert photos.download(f"{user_id}/v.png") == b"two"
     swept = f"select count(*) from guestpass.storage_sweep where app_id = '{storage_app.app.app_id}' and kind = 'replaced'"
-    # The sweeper deletes the replaced version's bytes within its interval (2 s).
+    age = f"update guestpass.storage_sweep set not_before = now() - interval '1 second' where app_id = '{storage_app.app.app_id}'" \
+        " and kind = 'replaced'"
+    # The replaced version stays 30 s (a download in flight finishes from it): a download begun before the change
+    # still reads the old bytes whole.
+    assert storage_app.sql(swept) == "1"
+    # Not due for about 30 s (what the sweep's claim compares), so its bytes are still there.
+    due_in = f"select round(extract(epoch from not_before - now())) from guestpass.storage_sweep where key = '{key}'"
+    assert 25 <= int(storage_app.sql(due_in)) <= 30
+    assert not on_file or key in _stored_keys(storage_app, storage_app.app.app_id)
+    # Aged past the 30 s, the sweeper deletes the replaced version's bytes within its interval (2 s).
+    storage_app.sql(age)
     assert _wait(lambda: storage_app.sql(swept) == "0")
     assert not on_file or key not in _stored_keys(storage_app, storage_app.app.app_id)
     photos.remove([f"{user_id}/v.png"])
-    assert storage_app.sql(swept) == "1" or _wait(lambda: storage_app.sql(swept) == "0")
+    assert storage_app.sql(swept) == "1"
+    storage_app.sql(age)
     assert _wait(lambda: storage_app.sql(swept) == "0")
     assert not on_file or _stored_keys(storage_app, storage_app.app.app_id) == set()
 

@@ -1081,7 +1081,7 @@ COMMENT ON FUNCTION guestpass.sharded_rate_limit(p_bucket text, p_capacity integ
 CREATE FUNCTION guestpass.storage_objects_changed() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 0b4568e0cba9fbc1 $$;
+    AS $$ -- body in sql/migrations/repeatable/16_storage.sql, sha256 7d5219b1f343bfee $$;
 
 --
 -- Name: store_email_code(uuid, uuid, text, text, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: guestpass; Owner: -

@@ -5,8 +5,8 @@ import GuestPassStore
 import Logging
 import ServiceLifecycle
 
-/// Deletes the bytes nothing references any more, in its backend's store only: the previous versions of replaced and removed objects (due at
-/// once), and with `uploads` the reservations of uploads that never wrote their row, past their grace period
+/// Deletes the bytes nothing references any more, in its backend's store only: the previous versions of replaced and
+/// removed objects (due 30 seconds after the change, so downloads in flight finish), and with `uploads` the reservations of uploads that never wrote their row, past their grace period
 /// (orphans of a crash or a kill -9). Keys are leased (`storage_sweep_claim`), their bytes deleted, then their rows
 /// (`storage_sweep_done`): a sweeper that dies mid-batch leaves its lease to run out, and another takes the keys again;
 /// a delete of bytes already gone succeeds, so a key swept twice is harmless.

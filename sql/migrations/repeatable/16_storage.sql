@@ -16,7 +16,8 @@
 -- 'upload', due after a grace period) and commits it, then streams the bytes to `<app id>/<version>`, then writes the
 -- row. The objects trigger deletes the reservation when a row takes that version (and refuses a version whose
 -- reservation was already taken by the sweep), and queues the version a row leaves behind (replaced, removed, its
--- owner deleted) as due at once. The sweep (StorageSweeper in every server, and `guestpass prune`) takes due rows
+-- owner deleted) as due 30 seconds later (a download that began before the change, an S3 GET streaming the old
+-- version, ends whole). The sweep (StorageSweeper in every server, and `guestpass prune`) takes due rows
 -- with a lease, deletes their bytes, then their rows: a crash anywhere leaves either a live row with its bytes or a
 -- sweep row whose bytes go later. Readers never see a partial object: a row only ever names bytes already durable.
 --
@@ -74,10 +75,10 @@ begin
                 hint = 'Upload again';
         end if;
     end if;
-    -- The bytes a row leaves.
+    -- The bytes a row leaves, due in 30 seconds: a download that began before the change finishes from them.
     if tg_op = 'DELETE' or (tg_op = 'UPDATE' and new.version is distinct from old.version) then
         insert into guestpass.storage_sweep (key, app_id, kind, store, not_before)
-        values (old.app_id::text || '/' || old.version, old.app_id, 'replaced', old.store, v_now)
+        values (old.app_id::text || '/' || old.version, old.app_id, 'replaced', old.store, v_now + interval '30 seconds')
         on conflict (key) do nothing;
     end if;
     -- Usage: out of the old owner, into the new one.
