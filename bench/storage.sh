@@ -5,7 +5,7 @@
 #
 # 1. Transfers on the file system: one object of 1 MiB and one of 64 MiB, BENCH_TRANSFER_ROUNDS times each, uploaded
 #    (POST /storage/v1/object/bench/<key>, a raw body streamed by `curl -T`, the app's secret key) and downloaded
-#    (GET, to a file, compared with the source), against the same bytes written and read on the same disk without
+#    (GET, to /dev/null; then again, untimed, to a file compared with the source), against the same bytes written and read on the same disk without
 #    HTTP: `dd bs=1M conv=fsync` into the server's data directory (the server fsyncs an object before it answers) and
 #    `dd` back to /dev/null, the data files dropped from the page cache before each read on both sides; each side
 #    timed by its own tool (curl's time_total, dd's figure). Printed: the median seconds and MiB/s of each, and HTTP/dd as throughput ratios. Target: ≥ 0.7 each way.
@@ -110,7 +110,9 @@ transfers() {
     local key="$label-$mib-$i-$RANDOM"
     ups+=("$(http_upload "$key" "$source")")
     evict_data
-    downs+=("$(http_download "$key" "$WORK/downloaded")")
+    # Timed to /dev/null, as dd reads; the bytes are compared apart, untimed.
+    downs+=("$(http_download "$key" /dev/null)")
+    http_download "$key" "$WORK/downloaded" >/dev/null
     cmp -s "$source" "$WORK/downloaded" || gp_die "the downloaded $mib MiB object differs from the uploaded one"
     rm -f "$WORK/downloaded"
     writes+=("$(dd_seconds if="$source" of="$DATA_DIR/dd-$i" bs=1M conv=fsync)")
