@@ -1,4 +1,5 @@
 import Foundation
+import GuestPassJSON
 import GuestPassObjectStore
 import GuestPassPostgres
 import GuestPassStore
@@ -19,19 +20,16 @@ struct StorageDownloadRoutes: Sendable {
         let app: UUID
         let id: UUID
         let version: String
-        let metadata: [String: Any]
-        let metadataText: String
+        let size: Int64
+        let mimeType: String
+        let cacheControl: String
+        let eTag: String
         let userMetadataText: String?
         let createdAt: String
         let updatedAt: String
-        let lastModified: String
+        let updatedEpoch: Int64
         let bucket: String
         let name: String
-
-        var size: Int64 { (self.metadata["size"] as? NSNumber)?.int64Value ?? 0 }
-        var mimeType: String { self.metadata["mimetype"] as? String ?? "application/octet-stream" }
-        var cacheControl: String { self.metadata["cacheControl"] as? String ?? "no-cache" }
-        var eTag: String { self.metadata["eTag"] as? String ?? "\"\(self.version)\"" }
     }
 
     /// `GET /object/info/{bucket}/{key}` (`skipping` 2) or `/object/info/authenticated/…` (3).
@@ -89,38 +87,33 @@ struct StorageDownloadRoutes: Sendable {
             }
             throw StorageFailure.noSuchKey
         }
-        let metadataText = try row.decode(String.self, "metadata")
-        let metadata = (try? JSONSerialization.jsonObject(with: Data(metadataText.utf8))) as? [String: Any] ?? [:]
+        let version = try row.decode(String.self, "version")
         return Found(
-            app: app, id: id, version: try row.decode(String.self, "version"), metadata: metadata, metadataText: metadataText,
+            app: app, id: id, version: version, size: try row.decode(Int64?.self, "size") ?? 0,
+            mimeType: try row.decode(String?.self, "mimetype") ?? "application/octet-stream",
+            cacheControl: try row.decode(String?.self, "cache_control") ?? "no-cache",
+            eTag: try row.decode(String?.self, "etag") ?? StorageServices.eTag(version: version),
             userMetadataText: try row.decode(String?.self, "user_metadata"), createdAt: try row.decode(String.self, "created_at"),
-            updatedAt: try row.decode(String.self, "updated_at"), lastModified: try row.decode(String.self, "last_modified"),
+            updatedAt: try row.decode(String.self, "updated_at"), updatedEpoch: try row.decode(Int64.self, "updated_epoch"),
             bucket: path.bucket, name: path.key)
     }
 
     /// `GET /object/info/…`: Supabase's info body (`metadata` is the user's).
     private func info(_ found: Found) async throws -> Response {
-        let body =
-            "{\"id\":\(Self.quoted(found.id.lowercasedString)),\"name\":\(Self.quoted(found.name)),\"version\":\(Self.quoted(found.version)),"
-            + "\"bucket_id\":\(Self.quoted(found.bucket)),\"size\":\(found.size),\"content_type\":\(Self.quoted(found.mimeType)),"
-            + "\"cache_control\":\(Self.quoted(found.cacheControl)),\"etag\":\(Self.quoted(found.eTag)),"
-            + "\"metadata\":\(found.userMetadataText ?? "{}"),\"last_modified\":\(Self.quoted(found.updatedAt)),"
-            + "\"created_at\":\(Self.quoted(found.createdAt))}"
-        return StorageServices.json(body)
-    }
-
-    private static func quoted(_ text: String) -> String {
-        String(
-            decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8), as: UTF8.self
-        )
-        .dropFirst().dropLast().description
+        let userMetadata = found.userMetadataText.flatMap { try? JSONValue.parse($0) } ?? .object([:])
+        return try StorageServices.json(
+            ObjectInfo(
+                id: found.id.lowercasedString, name: found.name, version: found.version, bucket_id: found.bucket, size: found.size,
+                content_type: found.mimeType, cache_control: found.cacheControl, etag: found.eTag, metadata: userMetadata,
+                last_modified: found.updatedAt, created_at: found.createdAt))
     }
 
     /// The bytes (or, for HEAD, the headers) of `found`.
     private func serve(_ request: Request, _ found: Found) async throws -> Response {
         var headers: HTTPFields = [
             .contentType: found.mimeType.lowercased().hasPrefix("text/html") ? "text/plain" : found.mimeType,
-            .eTag: found.eTag, .lastModified: found.lastModified, .cacheControl: found.cacheControl, .acceptRanges: "bytes",
+            .eTag: found.eTag, .lastModified: HTTPDate.format(Date(timeIntervalSince1970: TimeInterval(found.updatedEpoch))),
+            .cacheControl: found.cacheControl, .acceptRanges: "bytes",
             .xRobotsTag: "none",
         ]
         if let download = request.uri.queryParameters.get("download") {
@@ -171,6 +164,21 @@ struct StorageDownloadRoutes: Sendable {
                 try await writer.finish(nil)
             })
     }
+}
+
+/// Supabase's info body: `id`, `version` and `name` always strings (supabase-swift's `FileObjectV2` needs them).
+struct ObjectInfo: Encodable {
+    let id: String
+    let name: String
+    let version: String
+    let bucket_id: String
+    let size: Int64
+    let content_type: String
+    let cache_control: String
+    let etag: String
+    let metadata: JSONValue
+    let last_modified: String
+    let created_at: String
 }
 
 extension HTTPField.Name {

@@ -41,11 +41,6 @@ struct StorageObjectRoutes: Sendable {
         return StorageServices.json(try results[1].first?.decode(String.self, "body") ?? "[]")
     }
 
-    private func bucketExists(_ bucket: String, _ caller: Caller) async throws -> Bool {
-        let results = try await self.services.pool.requestTransaction(caller.identity, readOnly: true, [StorageStatements.bucketExists(bucket)])
-        return results.first?.first != nil
-    }
-
     func remove(_ request: Request, caller: Caller) async throws -> Response {
         var request = request
         let bucket = try StoragePath.bucket(request, skipping: 1)
@@ -97,24 +92,24 @@ struct StorageObjectRoutes: Sendable {
             caller.identity, readOnly: true, [StorageStatements.object(bucket: from.bucket, name: from.key)])
         guard let row = source.first?.first else { throw StorageFailure.noSuchBucket }
         guard let version = try row.decode(String?.self, "version") else { throw StorageFailure.noSuchKey }
-        let metadata = try row.decode(String.self, "metadata")
+        let size = try row.decode(Int64?.self, "size") ?? 0
+        let newVersion = UUID().lowercasedString
         var write = StorageStatements.ObjectWrite(
-            id: UUID(), bucket: to.bucket, name: to.key, owner: nil, device: nil, version: UUID().lowercasedString,
-            store: self.services.backend.store, metadataJSON: metadata, userMetadataJSON: try row.decode(String?.self, "user_metadata"),
-            upsert: upsert)
-        let size = (try? JSONSerialization.jsonObject(with: Data(metadata.utf8)) as? [String: Any])?["size"] as? Int
+            id: UUID(), bucket: to.bucket, name: to.key, owner: nil, device: nil, version: newVersion, store: self.services.backend.store,
+            metadataJSON: try StorageServices.systemMetadata(
+                mimeType: try row.decode(String?.self, "mimetype") ?? "application/octet-stream",
+                cacheControl: try row.decode(String?.self, "cache_control") ?? "no-cache", size: size, version: newVersion),
+            userMetadataJSON: try row.decode(String?.self, "user_metadata"), upsert: upsert)
         _ = try await self.services.run(
             caller.identity,
-            StorageStatements.beginUpload(write, mimeType: nil, declaredLength: size.map(Int64.init), graceSeconds: self.services.uploadGraceSeconds))
-        let newKey = StorageServices.backendKey(app: caller.appID, version: write.version)
+            StorageStatements.beginUpload(write, mimeType: nil, declaredLength: size, graceSeconds: self.services.uploadGraceSeconds))
+        let newKey = StorageServices.backendKey(app: caller.appID, version: newVersion)
         do {
             try await self.services.backend.copy(from: StorageServices.backendKey(app: caller.appID, version: version), to: newKey)
-            write.metadataJSON = metadata.replacingOccurrences(
-                of: version.replacingOccurrences(of: "-", with: ""), with: write.version.replacingOccurrences(of: "-", with: ""))
             let results = try await self.services.run(caller.identity, [StorageStatements.writeObject(write)])
             if upsert, let id = try results.first?.first?.decode(UUID.self, "id") { write.id = id }
         } catch {
-            try? await self.services.backend.delete(newKey)
+            await self.services.abandon(newKey)
             throw error
         }
         ServiceMetrics.storageObjects("copy")
@@ -154,12 +149,12 @@ struct StorageObjectRoutes: Sendable {
         guard let paths = try body.strings("paths"), (1...1000).contains(paths.count) else {
             throw StorageFailure.invalidRequest("body/paths must hold 1 to 1000 names")
         }
-        guard try await self.bucketExists(bucket, caller) else { throw StorageFailure.noSuchBucket }
         let valid = paths.filter { (try? ObjectName.key($0)) != nil }
         let results = try await self.services.pool.requestTransaction(
-            caller.identity, readOnly: true, [StorageStatements.visible(bucket: bucket, names: valid)])
+            caller.identity, readOnly: true, [StorageStatements.bucketExists(bucket), StorageStatements.visible(bucket: bucket, names: valid)])
+        guard results[0].first != nil else { throw StorageFailure.noSuchBucket }
         var visible = Set<String>()
-        for row in results.first?.rows ?? [] where try row.decode(Bool.self, "visible") { visible.insert(try row.decode(String.self, "name")) }
+        for row in results[1].rows where try row.decode(Bool.self, "visible") { visible.insert(try row.decode(String.self, "name")) }
         let answers = try paths.map { path -> SignedURLsEntry in
             guard visible.contains(path) else {
                 return SignedURLsEntry(error: "Either the object does not exist or you do not have access to it", path: path, signedURL: nil)

@@ -149,6 +149,28 @@ extension StorageServices {
             body: .init(byteBuffer: ByteBuffer(bytes: try CompactJSONEncoder().encode(value))))
     }
 
+    /// An object's ETag: its version (a new one per write), quoted.
+    static func eTag(version: String) -> String { "\"\(version.replacingOccurrences(of: "-", with: ""))\"" }
+
+    /// Supabase's system metadata of bytes stored as `version` (`storage.objects.metadata`).
+    static func systemMetadata(mimeType: String, cacheControl: String, size: Int64, version: String) throws -> String {
+        let metadata = SystemMetadata(
+            eTag: Self.eTag(version: version), size: size, mimetype: mimeType, cacheControl: cacheControl, lastModified: RFC3339.format(Date()),
+            contentLength: size, httpStatusCode: 200)
+        return String(decoding: try CompactJSONEncoder().encode(metadata), as: UTF8.self)
+    }
+
+    /// Deletes the bytes of a version that will have no row (a failed upload or copy), then its reservation; best
+    /// effort: the sweep reclaims what this misses after the grace period.
+    func abandon(_ key: String) async {
+        do {
+            try await self.backend.delete(key)
+            _ = try await self.pool.withConnection { connection in
+                try await connection.run { try $0.execute(StorageStatements.abandonUpload(key: key)) }
+            }
+        } catch {}
+    }
+
     /// Runs `statements` in the request transaction of `identity`; the results of the statements.
     func run(_ identity: RequestIdentity, _ statements: [PostgresStatement]) async throws -> [PostgresResult] {
         try await self.pool.requestTransaction(identity, statements)

@@ -57,7 +57,8 @@ struct StorageUploadRoutes: Sendable {
         let key = StorageServices.backendKey(app: app, version: version)
         var write = StorageStatements.ObjectWrite(
             id: UUID(), bucket: path.bucket, name: path.key, owner: owner, device: device, version: version, store: self.services.backend.store,
-            metadataJSON: try Self.metadata(description, size: description.declaredLength ?? 0, version: version),
+            metadataJSON: try StorageServices.systemMetadata(
+                mimeType: description.mimeType, cacheControl: description.cacheControl, size: description.declaredLength ?? 0, version: version),
             userMetadataJSON: description.userMetadataJSON, upsert: upsert)
         let begun = try await self.services.run(
             identity,
@@ -71,44 +72,25 @@ struct StorageUploadRoutes: Sendable {
         do {
             size = try await self.services.backend.put(key, from: &source, limit: limit, contentType: description.mimeType)
         } catch ObjectBackendError.tooLarge {
-            await self.abandon(key)
+            await self.services.abandon(key)
             if let bytesLeft, bytesLeft < sizeLimit { throw StorageFailure.quota("no more bytes") }
             throw StorageFailure.tooLarge
         } catch {
-            await self.abandon(key)
+            await self.services.abandon(key)
             throw error
         }
         ServiceMetrics.storageBytes("in", size, backend: self.services.backend.kind)
-        ServiceMetrics.storageObjects("upload")
-        write.metadataJSON = try Self.metadata(description, size: size, version: version)
+        write.metadataJSON = try StorageServices.systemMetadata(
+            mimeType: description.mimeType, cacheControl: description.cacheControl, size: size, version: version)
         do {
             let results = try await self.services.run(identity, [StorageStatements.writeObject(write)])
+            ServiceMetrics.storageObjects("upload")
             if upsert, let id = try results.first?.first?.decode(UUID.self, "id") { return id }
             return write.id
         } catch {
-            await self.abandon(key)
+            await self.services.abandon(key)
             throw error
         }
-    }
-
-    /// Deletes the bytes of an upload that will have no row, then its reservation (best effort: the sweep reclaims
-    /// what this misses after the grace period).
-    private func abandon(_ key: String) async {
-        do {
-            try await self.services.backend.delete(key)
-            _ = try await self.services.pool.withConnection { connection in
-                try await connection.run { try $0.execute(StorageStatements.abandonUpload(key: key)) }
-            }
-        } catch {}
-    }
-
-    /// Supabase's system metadata of a stored object.
-    static func metadata(_ description: UploadDescription, size: Int64, version: String) throws -> String {
-        let now = RFC3339.format(Date())
-        let metadata = SystemMetadata(
-            eTag: "\"\(version.replacingOccurrences(of: "-", with: ""))\"", size: size, mimetype: description.mimeType,
-            cacheControl: description.cacheControl, lastModified: now, contentLength: size, httpStatusCode: 200)
-        return String(decoding: try CompactJSONEncoder().encode(metadata), as: UTF8.self)
     }
 
     /// `POST /object/upload/sign/{bucket}/{key}`: the caller's policies are tried now (as Supabase's dry run), the

@@ -169,14 +169,15 @@ public enum StorageStatements {
     }
 
     /// The bucket (none: no row) and, when the caller may see it, the object: `public`, then the object's id,
-    /// version, metadata, user_metadata and dates (null when not visible or absent).
+    /// version, system metadata as columns (size, mimetype, cache_control, etag), user_metadata, its ISO dates and
+    /// `updated_epoch` (seconds, for `Last-Modified`); null when not visible or absent.
     public static func object(bucket: String, name: String) -> PostgresStatement {
         PostgresStatement(
             """
-            select b.public, o.id, o.version, o.metadata::text as metadata, o.user_metadata::text as user_metadata,
-                \(iso("o.created_at")) as created_at, \(iso("o.updated_at")) as updated_at,
-                to_char(o.updated_at at time zone 'UTC', 'Dy, DD Mon YYYY HH24:MI:SS "GMT"') as last_modified,
-                o.owner
+            select b.public, o.id, o.version, (o.metadata ->> 'size')::bigint as size, o.metadata ->> 'mimetype' as mimetype,
+                o.metadata ->> 'cacheControl' as cache_control, o.metadata ->> 'eTag' as etag,
+                o.user_metadata::text as user_metadata, \(iso("o.created_at")) as created_at, \(iso("o.updated_at")) as updated_at,
+                floor(extract(epoch from o.updated_at))::bigint as updated_epoch
             from guestpass_server.storage_bucket($1) as b
             left join storage.objects as o on o.app_id = auth.app_id() and o.bucket_id = $1 and o.name = $2
             """, [bucket, name])
