@@ -1,10 +1,12 @@
--- wrk script for bench/tables.sh: one table request (GET or POST /rest/v1/<table>…) as one of the bench's signed-up
--- users, picked at random per request (as bench/tables.sh's pgbench picks one of its per-user scripts).
---   wrk ... -s bench/tables.lua URL -- PUBLISHABLE_KEY TOKENS_FILE METHOD PATH EXPECTED_STATUS [BODY]
+-- wrk script for bench/tables.sh and bench/cpu.sh: one request (GET or POST) as one of the bench's signed-up users,
+-- picked at random per request (as bench/tables.sh's pgbench picks one of its per-user scripts).
+--   wrk ... -s bench/tables.lua URL -- PUBLISHABLE_KEY TOKENS_FILE METHOD PATH EXPECTED_STATUS [BODY [PREFER]]
 -- TOKENS_FILE is a Lua file that returns the list of access tokens: return { "eyJ…", … }. A POST sends BODY as
--- application/json with Prefer: return=minimal. Every answer whose status is not EXPECTED_STATUS is counted (wrk
--- itself counts only statuses ≥ 400); done() prints the WRK_RESULT line of bench/wrk_result.lua, then
--- "WRK_STATUS unexpected=N bytes=B" (B: every byte wrk read, headers included).
+-- application/json with `Prefer: PREFER` (default return=minimal; "-" sends no Prefer). Every answer whose status is
+-- not EXPECTED_STATUS is counted (wrk itself counts only statuses ≥ 400); done() prints the WRK_RESULT line of
+-- bench/wrk_result.lua, then "WRK_STATUS unexpected=N bytes=B" (B: every byte wrk read, headers included).
+-- With BENCH_WRK_PACE_MS=M (a decimal) each connection waits M milliseconds on average before each request (a paced
+-- load; wrk's delays are whole milliseconds, so each is M rounded down or up at random, M on average).
 
 dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
@@ -19,6 +21,7 @@ function init(args)
   local path = args[4] or error(usage)
   expected = tonumber(args[5] or error(usage))
   local body = args[6]
+  local prefer = args[7] or "return=minimal"
   seed_random()
   -- Every request is one of these, formatted once.
   requests = {}
@@ -26,7 +29,7 @@ function init(args)
     local headers = { ["apikey"] = apikey, ["Authorization"] = "Bearer " .. token }
     if method == "POST" then
       headers["Content-Type"] = "application/json"
-      headers["Prefer"] = "return=minimal"
+      if prefer ~= "-" then headers["Prefer"] = prefer end
     end
     requests[i] = wrk.format(method, path, headers, body)
   end
@@ -36,6 +39,16 @@ end
 
 function request()
   return requests[math.random(1, count)]
+end
+
+local pace = tonumber(os.getenv("BENCH_WRK_PACE_MS") or "")
+if pace then
+  local whole = math.floor(pace)
+  local fraction = pace - whole
+  function delay()
+    if math.random() < fraction then return whole + 1 end
+    return whole
+  end
 end
 
 function response(status, headers, body)
