@@ -2,7 +2,9 @@
 /// `TableQuery` out, or a `QueryGrammarError` with PostgREST's message, position and `unexpected … expecting …`.
 ///
 /// The grammar is transcribed onto a small Parsec-like combinator engine (`Parser`) so that the same inputs parse,
-/// and fail at the same line and column, as in PostgREST. Like PostgREST, a parameter's parser stops where its
+/// and fail at the same line and column, as in PostgREST. The common shapes (`select=*`, `col=eq.x`, `order=a.desc`,
+/// `limit=10`) are read first by a direct scan (`CommonShapes`), which answers what the grammar would or hands the text
+/// to it. Like PostgREST, a parameter's parser stops where its
 /// grammar ends (`select=id)x` selects `id`). Unlike PostgREST, nesting is bounded (32 levels of logic groups or
 /// embeddings), limits must be integers, and integers must fit in `Int`.
 public enum QueryGrammar {
@@ -29,7 +31,7 @@ public enum QueryGrammar {
         var query = TableQuery()
         for (key, value) in parameters.orders {
             let path = try Self.embeddingPath(ofKey: key)
-            let terms = try Self.run(Grammars.order, on: value, context: "failed to parse order (\(value))")
+            let terms = try Self.read(CommonShapes.order(value), else: Grammars.order, on: value, context: "failed to parse order (\(value))")
             query.modify(path) { $0.order = terms }
         }
         for (key, value) in parameters.logic {
@@ -40,19 +42,28 @@ public enum QueryGrammar {
             }
         }
         if let columns = parameters.columns {
-            query.columns = try Self.run(Grammars.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
+            query.columns =
+                try Self.read(
+                    CommonShapes.columns(columns), else: Grammars.columns, on: columns, context: "failed to parse columns parameter (\(columns))")
         }
         if let select = parameters.select {
-            query.select = try Self.run(
-                select.isEmpty ? .pure([]) : Grammars.select, on: select, context: "failed to parse select parameter (\(select))")
+            query.select =
+                try Self.read(
+                    CommonShapes.select(select), else: select.isEmpty ? .pure([]) : Grammars.select, on: select,
+                    context: "failed to parse select parameter (\(select))")
         }
         for (key, value) in parameters.filters {
-            let (path, field) = try Self.run(Grammars.treePath, on: key, context: "failed to parse tree path (\(key))")
-            let condition = try Self.run(Grammars.filter, on: value, context: "failed to parse filter (\(value))")
+            let (path, field) = try Self.read(
+                CommonShapes.treePath(key), else: Grammars.treePath, on: key, context: "failed to parse tree path (\(key))")
+            let condition = try Self.read(
+                CommonShapes.condition(value), else: Grammars.filter, on: value, context: "failed to parse filter (\(value))")
             query.modify(path) { $0.filters.append(Filter(field: field, condition: condition)) }
         }
         if let onConflict = parameters.onConflict {
-            query.onConflict = try Self.run(Grammars.columns, on: onConflict, context: "failed to parse on_conflict parameter (\(onConflict))")
+            query.onConflict =
+                try Self.read(
+                    CommonShapes.columns(onConflict), else: Grammars.columns, on: onConflict,
+                    context: "failed to parse on_conflict parameter (\(onConflict))")
         }
         for (key, value) in parameters.limits {
             let path = try Self.embeddingPath(ofKey: key)
@@ -90,6 +101,14 @@ public enum QueryGrammar {
         (allowEmpty || !text.isEmpty) && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
+    /// `shape` when `CommonShapes` read the text, else what `run` answers.
+    private static func read<Output>(
+        _ shape: Output?, else parser: Parser<Output>, on text: String, context: @autoclosure () -> String
+    ) throws(QueryGrammarError) -> Output {
+        if let shape { return shape }
+        return try Self.run(parser, on: text, context: context())
+    }
+
     /// Runs `parser` on `text` (not necessarily to its end, as Parsec's `parse`), its failure in PostgREST's shape:
     /// message `"<context>" (line L, column C)`, details `unexpected … expecting …`.
     static func run<Output>(_ parser: Parser<Output>, on text: String, context: String) throws(QueryGrammarError) -> Output {
@@ -115,11 +134,13 @@ public enum QueryGrammar {
 
     /// The embedding a modifier key (`rel.order`, `limit`) applies to.
     private static func embeddingPath(ofKey key: String) throws(QueryGrammarError) -> [String] {
-        try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))").path
+        if let path = CommonShapes.embeddingPath(ofKey: key) { return path }
+        return try Self.run(NameGrammar.treePath, on: key, context: "failed to parse tree path (\(key))").path
     }
 
     /// `limit`/`offset`: an optionally negative decimal integer, spaces around allowed, that fits in `Int`.
     private static func integer(_ text: String, parameter: String) throws(QueryGrammarError) -> Int {
+        if let value = CommonShapes.integer(text) { return value }
         let digits = Primitive.char("-").map { _ in "-" }.or(default: "").flatMap { sign in
             Primitive.digit.many1.map { sign + String(String.UnicodeScalarView($0)) }
         }
@@ -183,7 +204,7 @@ extension TableQuery {
 /// The grammar's parsers, built once: a parser is an immutable tree of closures and every parse has its own
 /// `ParseInput`, so one instance serves every request (building them anew cost about as much as a parse).
 /// `nonisolated(unsafe)`: the closures are not marked `@Sendable`, but nothing in them is ever mutated.
-private enum Grammars {
+enum Grammars {
     nonisolated(unsafe) static let order = LogicGrammar.order
     nonisolated(unsafe) static let tree = LogicGrammar.tree
     nonisolated(unsafe) static let columns = NameGrammar.columns
