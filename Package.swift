@@ -61,7 +61,7 @@ let package = Package(
             name: "GuestPassPostgres",
             dependencies: [
                 "CLibPQ",
-                .logging, .nioPosix, .serviceLifecycle,
+                .logging, .nioConcurrencyHelpers, .nioPosix, .serviceLifecycle,
             ]
         ),
         /// JWT signing/verification and key handling over OpenSSL's libcrypto. Sole importer of COpenSSL.
@@ -174,7 +174,7 @@ let package = Package(
             dependencies: [
                 "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
                 "GuestPassAppleStandIn", "GuestPassDevStack", "GuestPassMail", "GuestPassObjectStore",
-                .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .serviceLifecycle, .unixSignals,
+                .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .nioCore, .nioPosix, .serviceLifecycle, .unixSignals,
             ]
         ),
         /// Throwaway databases and clusters for the tests (never linked into the binary).
@@ -188,7 +188,7 @@ let package = Package(
             resources: [.copy("Vectors")]
         ),
         .testTarget(name: "GuestPassMailTests", dependencies: ["GuestPassMail", "GuestPassTestSupport"]),
-        .testTarget(name: "GuestPassPostgresTests", dependencies: ["GuestPassPostgres", "GuestPassTestSupport"]),
+        .testTarget(name: "GuestPassPostgresTests", dependencies: ["GuestPassPostgres", "GuestPassTestSupport", .nioConcurrencyHelpers, .nioPosix]),
         .testTarget(name: "GuestPassMigrationsTests", dependencies: ["GuestPassMigrations", "GuestPassPostgres", "GuestPassTestSupport"]),
         .testTarget(name: "PostgRESTGrammarTests", dependencies: ["PostgRESTGrammar", "GuestPassTestSupport"]),
         .testTarget(name: "RealtimeProtocolTests", dependencies: ["RealtimeProtocol", "GuestPassJSON", "GuestPassTestSupport"]),

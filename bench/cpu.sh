@@ -131,6 +131,10 @@ load() { # load ROUTE SECONDS OUT [pace-ms]
   RATE="$(python3 -c "import sys; print(int(sys.argv[1]) / (int(sys.argv[2]) / 1e6))" "$HTTP_REQUESTS" "$HTTP_US")"
 }
 
+# Context switches of the server's threads so far (voluntary: a thread that waited, so a hand-off between threads;
+# involuntary: preempted): counts, so they hold on a loaded machine where times do not.
+switches() { cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v + 0, n + 0 }'; }
+
 # ---- CPU per request: RUNS runs per route
 declare -A RESULTS HALF
 for route in "${ROUTES[@]}"; do
@@ -139,12 +143,14 @@ for route in "${ROUTES[@]}"; do
   RESULTS[$route]=""
   for run in $(seq 1 "$RUNS"); do
     srv0="$(proc_ticks "$SERVER_PID")" pg0="$(pg_ticks)"
+    read -r vol0 invol0 <<<"$(switches)"
     load "$route" "$DURATION" "$WORK/run-$route-$run.out"
     srv=$(($(proc_ticks "$SERVER_PID") - srv0)) pg=$(($(pg_ticks) - pg0))
+    read -r vol1 invol1 <<<"$(switches)"
     [ "$BAD" = 0 ] || gp_die "$route: $BAD requests failed or were not answered ${EXPECT[$route]:-ok}: not a valid measurement"
     [ "$REQUESTS" -gt 0 ] || gp_die "$route: nothing was answered"
-    RESULTS[$route]+="$REQUESTS:$srv:$pg:$P99_US:$RATE "
-    gp_log "$route run $run: $REQUESTS in ${DURATION}s, server $((srv * 1000000 / TICKS / REQUESTS)) µs/request, postgres $((pg * 1000000 / TICKS / REQUESTS)) µs/request, p99 $((P99_US / 1000)) ms"
+    RESULTS[$route]+="$REQUESTS:$srv:$pg:$P99_US:$RATE:$((vol1 - vol0)):$((invol1 - invol0)) "
+    gp_log "$route run $run: $REQUESTS in ${DURATION}s, server $((srv * 1000000 / TICKS / REQUESTS)) µs/request, postgres $((pg * 1000000 / TICKS / REQUESTS)) µs/request, p99 $((P99_US / 1000)) ms, $(((vol1 - vol0) * 100 / REQUESTS)) voluntary switches per 100 requests"
   done
   [ "$route" = read ] && bench_profile_stop
   if [ "$route" != join ]; then
@@ -193,18 +199,20 @@ rows = []
 for k in range(0, len(rest), 6):
     route, results, half, allocs, target_us, target_units = rest[k:k + 6]
     runs_ = [tuple(map(float, r.split(":"))) for r in results.split()]
-    server = sorted(s * tick_us / n for n, s, _, _, _ in runs_)
-    postgres = statistics.median(p * tick_us / n for n, _, p, _, _ in runs_)
-    rate = statistics.median(r for _, _, _, _, r in runs_)
-    p99 = statistics.median(q for _, _, _, q, _ in runs_) / 1000
-    rows.append((route, statistics.median(server), server[0], server[-1], postgres, rate, p99, half, allocs, target_us, target_units))
+    server = sorted(s * tick_us / n for n, s, _, _, _, _, _ in runs_)
+    postgres = statistics.median(p * tick_us / n for n, _, p, _, _, _, _ in runs_)
+    rate = statistics.median(r for _, _, _, _, r, _, _ in runs_)
+    p99 = statistics.median(q for _, _, _, q, _, _, _ in runs_) / 1000
+    switches = statistics.median(v / n for n, _, _, _, _, v, _ in runs_)
+    rows.append((route, statistics.median(server), server[0], server[-1], postgres, rate, p99, half, allocs, target_us, target_units, switches))
 floor = next((r[1] for r in rows if r[0] == "floor"), None)
 print(f"""
 ==== GuestPass server CPU per request (release build, {cpus} CPUs, loopback, wrk -t{threads} -c{conns}, {runs} runs of {duration} s per route)
   unit: one ES256 verification = {unit_us:.1f} µs on this machine (openssl speed ecdsap256: {float(verify_per_s):.0f} verify/s)
-  median of the runs [lowest–highest]; "above floor" = less the floor route's median; units = µs ÷ the unit""")
-print(f"  {'route':<7} {'server µs/req':>22} {'above floor':>11} {'units':>6} {'target':>14} {'postgres µs/req':>15} {'allocs/req':>10} {'req/s':>8} {'p99 ms':>7} {'p99 at ~half (req/s)':>22}")
-for route, server, low, high, postgres, rate, p99, half, allocs, target_us, target_units in rows:
+  median of the runs [lowest–highest]; "above floor" = less the floor route's median; units = µs ÷ the unit;
+  switches = the server threads' voluntary context switches per request (hand-offs between threads)""")
+print(f"  {'route':<7} {'server µs/req':>22} {'above floor':>11} {'units':>6} {'target':>14} {'postgres µs/req':>15} {'allocs/req':>10} {'switches':>8} {'req/s':>8} {'p99 ms':>7} {'p99 at ~half (req/s)':>22}")
+for route, server, low, high, postgres, rate, p99, half, allocs, target_us, target_units, switches in rows:
     units = server / unit_us
     above = f"{server - floor:.0f}" if floor is not None else "-"
     verdict = "-"
@@ -215,7 +223,7 @@ for route, server, low, high, postgres, rate, p99, half, allocs, target_us, targ
     if half:
         h_p99, h_rate = map(float, half.split(":"))
         half_text = f"{h_p99 / 1000:.2f} ({h_rate:.0f})"
-    print(f"  {route:<7} {server:7.0f} [{low:5.0f}–{high:5.0f}] {above:>11} {units:6.2f} {verdict:>14} {postgres:15.0f} {allocs or '-':>10} {rate:8.0f} {p99:7.2f} {half_text:>22}")
-    print(f"CPU_RESULT route={route} server_us={server:.1f} units={units:.3f} postgres_us={postgres:.1f} allocs={allocs or 'na'} rate={rate:.0f} p99_ms={p99:.2f}", file=sys.stdout)
+    print(f"  {route:<7} {server:7.0f} [{low:5.0f}–{high:5.0f}] {above:>11} {units:6.2f} {verdict:>14} {postgres:15.0f} {allocs or '-':>10} {switches:8.2f} {rate:8.0f} {p99:7.2f} {half_text:>22}")
+    print(f"CPU_RESULT route={route} server_us={server:.1f} units={units:.3f} postgres_us={postgres:.1f} allocs={allocs or 'na'} switches={switches:.2f} rate={rate:.0f} p99_ms={p99:.2f}", file=sys.stdout)
 print("====")
 PY

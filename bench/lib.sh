@@ -236,12 +236,16 @@ bench_create_ceiling() {
 }
 
 # ---- profiling (BENCH_PROFILE=1): perf samples the server during the HTTP run; the top symbols are printed after
-# (BENCH_PROFILE_OUT=FILE keeps perf.data for `perf report -i FILE`)
+# (BENCH_PROFILE_OUT=FILE keeps perf.data for `perf report -i FILE`). BENCH_PROFILE_EVENT=EVENT records every hit of
+# that event instead of sampling time: e.g. `perf probe -x /lib/x86_64-linux-gnu/libc.so.6 malloc` once, then
+# BENCH_PROFILE_EVENT=probe_libc:malloc shows who allocates.
 bench_profile_start() { # bench_profile_start PID
   PROFILE_PID=""
   [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
   command -v perf >/dev/null || gp_ensure_apt linux-perf
-  perf record -q -F 499 -g -p "$1" -o "$WORK/perf.data" >/dev/null 2>&1 &
+  local sampling=(-F 499)
+  if [ -n "${BENCH_PROFILE_EVENT:-}" ]; then sampling=(-e "$BENCH_PROFILE_EVENT"); fi
+  perf record -q "${sampling[@]}" -g -p "$1" -o "$WORK/perf.data" >/dev/null 2>&1 &
   PROFILE_PID=$!
 }
 bench_profile_stop() {

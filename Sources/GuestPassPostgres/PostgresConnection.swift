@@ -15,7 +15,7 @@ public final class PostgresConnection: @unchecked Sendable {
         case idle, active, inTransaction, inError, unknown
     }
 
-    private let handle: ConnectionHandle
+    let handle: ConnectionHandle
     /// How long any one round trip may take before the connection is given up as broken.
     let ioTimeout: Duration
     /// When the connection was established.
@@ -23,12 +23,12 @@ public final class PostgresConnection: @unchecked Sendable {
     /// When the connection was last handed back to the pool.
     var lastReleasedAt = ContinuousClock.now
     /// Set when the connection failed at the protocol or socket level; it must not be reused.
-    public private(set) var isBroken = false
+    public internal(set) var isBroken = false
     private var traceFile: UnsafeMutablePointer<FILE>?
     /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` statements.
-    private var preparedStatements: [String: String] = [:]
+    var preparedStatements: [String: String] = [:]
     /// At most this many statements are kept prepared per session (none in `.transaction` pool mode).
-    private let preparedStatementLimit: Int
+    let preparedStatementLimit: Int
     /// The statement that opens each request transaction by setting the caller's identity (and, in `.transaction`
     /// pool mode, the session's settings), with the settings' names and values: built once per connection.
     let identityFrame: (sql: String, settings: [any PostgresEncodable])
@@ -118,89 +118,6 @@ public final class PostgresConnection: @unchecked Sendable {
         guard PQsendQuery(self.handle.pointer, sql) == 1 else { throw self.fail(.protocolViolation, "could not send script") }
         try self.flush(deadline: deadline)
         return try self.drainResults(deadline: deadline)
-    }
-
-    /// Sends every statement and one Sync in a single write, then reads every result: one network round trip.
-    /// Statements after a failing one are skipped by the server (`PGRES_PIPELINE_ABORTED`); the first error is thrown.
-    public func pipeline(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
-        let pointer = self.handle.pointer
-        let deadline = ContinuousClock.now + self.ioTimeout
-        guard PQenterPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not enter pipeline mode") }
-        // Each queued command yields results then a NULL; a prepare is a command of its own.
-        enum Slot {
-            case statement
-            case prepare(sql: String, name: String)
-        }
-        var slots: [Slot] = []
-        var preparingNow: [String: String] = [:]
-        for statement in statements {
-            let sent = withParameters(statement.parameters) { count, types, values, lengths, formats -> Int32 in
-                guard statement.reusesPlan else {
-                    return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
-                }
-                var name = self.preparedStatements[statement.sql] ?? preparingNow[statement.sql]
-                if name == nil, self.preparedStatements.count + preparingNow.count < self.preparedStatementLimit {
-                    let newName = "gp_\(self.preparedStatements.count + preparingNow.count)"
-                    guard PQsendPrepare(pointer, newName, statement.sql, count, types) == 1 else { return 0 }
-                    slots.append(.prepare(sql: statement.sql, name: newName))
-                    preparingNow[statement.sql] = newName
-                    name = newName
-                }
-                guard let name else { return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0) }
-                return PQsendQueryPrepared(pointer, name, count, values, lengths, formats, 0)
-            }
-            guard sent == 1 else { throw self.fail(.protocolViolation, "could not queue statement in pipeline") }
-            slots.append(.statement)
-        }
-        guard PQpipelineSync(pointer) == 1 else { throw self.fail(.protocolViolation, "could not send pipeline sync") }
-        try self.flush(deadline: deadline)
-
-        var results: [PostgresResult] = []
-        var firstError: PostgresError?
-        for slot in slots {
-            if case .prepare(let sql, let name) = slot {
-                while let result = try self.nextResult(deadline: deadline) {
-                    switch PQresultStatus(result) {
-                    case PGRES_COMMAND_OK: self.preparedStatements[sql] = name
-                    case PGRES_FATAL_ERROR: firstError = firstError ?? Self.serverError(result)
-                    default: break
-                    }
-                    PQclear(result)
-                }
-                continue
-            }
-            while let result = try self.nextResult(deadline: deadline) {
-                switch PQresultStatus(result) {
-                case PGRES_PIPELINE_ABORTED:
-                    PQclear(result)
-                case PGRES_FATAL_ERROR:
-                    firstError = firstError ?? Self.serverError(result)
-                    PQclear(result)
-                default:
-                    results.append(PostgresResult(taking: result))
-                }
-            }
-        }
-        guard let sync = try self.nextResult(deadline: deadline) else {
-            let failure = self.fail(.protocolViolation, "pipeline ended without its sync")
-            // The server's own reason, when it ended the session (57P01 admin_shutdown and the like), says more.
-            if failure.kind == .protocolViolation, let firstError, firstError.sqlState?.isUnavailability == true { throw firstError }
-            throw failure
-        }
-        let syncStatus = PQresultStatus(sync)
-        if syncStatus == PGRES_FATAL_ERROR {
-            // The server ended the session where the Sync's answer was due (a shutdown after the last statement): the
-            // session is gone, and whether a COMMIT before it took effect is the server's to know.
-            let ended = Self.serverError(sync)
-            PQclear(sync)
-            self.isBroken = true
-            throw ended.sqlState?.isUnavailability == true ? ended : PostgresError(.connectionLost, message: ended.message)
-        }
-        PQclear(sync)
-        guard syncStatus == PGRES_PIPELINE_SYNC else { throw self.fail(.protocolViolation, "pipeline out of step") }
-        guard PQexitPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not leave pipeline mode") }
-        if let firstError { throw firstError }
-        return results
     }
 
     /// A cheap liveness probe: an empty query, one round trip.
@@ -301,7 +218,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Flushes libpq's output buffer, reading input meanwhile so the server never blocks on a full socket.
-    private func flush(deadline: ContinuousClock.Instant) throws {
+    func flush(deadline: ContinuousClock.Instant) throws {
         let pointer = self.handle.pointer
         while true {
             let status = PQflush(pointer)
@@ -314,7 +231,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Waits until the socket is readable (or writable, when `write`); returns whether it is readable.
     @discardableResult
-    private func waitForSocket(write: Bool, deadline: ContinuousClock.Instant) throws -> Bool {
+    func waitForSocket(write: Bool, deadline: ContinuousClock.Instant) throws -> Bool {
         let socket = PQsocket(self.handle.pointer)
         guard socket >= 0 else { throw self.fail(.connectionLost, "connection has no socket") }
         var events = Int16(POLLIN)
@@ -338,7 +255,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Marks the connection broken and builds the error to throw.
-    private func fail(_ kind: PostgresError.Kind, _ message: String) -> PostgresError {
+    func fail(_ kind: PostgresError.Kind, _ message: String) -> PostgresError {
         self.isBroken = true
         // A step that failed because the connection died (a server shut down mid-exchange, a dropped socket) is a lost
         // connection, which the callers retry or answer 503, not a protocol violation (500).
@@ -363,7 +280,7 @@ public final class PostgresConnection: @unchecked Sendable {
 }
 
 /// The owner of one `PGconn`: `PQfinish` runs exactly once, when the owner goes, whatever state the connection is in.
-private final class ConnectionHandle {
+final class ConnectionHandle {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { PQfinish(self.pointer) }
@@ -383,49 +300,55 @@ private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<Uns
 }
 
 /// Calls `body` with libpq's parallel parameter arrays (count, types, values, lengths, formats), valid only for the call.
-private func withParameters<R>(
+/// Every array and every value's bytes (text NUL-terminated) live in temporary allocations for the call — on the stack
+/// when small — rather than one heap copy per value: a request transaction binds a dozen values or more.
+func withParameters<R>(
     _ parameters: [PostgresParameter],
     _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
 ) -> R {
     if parameters.isEmpty { return body(0, nil, nil, nil, nil) }
-    var buffers: [UnsafeMutablePointer<CChar>?] = []
-    var lengths: [Int32] = []
-    var formats: [Int32] = []
-    let types: [Oid] = parameters.map { Oid($0.typeOID) }
+    let count = parameters.count
+    var byteCount = 0
     for parameter in parameters {
         switch parameter.storage {
-        case .null:
-            buffers.append(nil)
-            lengths.append(0)
-            formats.append(0)
-        case .text(let text):
-            buffers.append(strdup(text))
-            lengths.append(0)
-            formats.append(0)
-        case .binary(let bytes):
-            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
-            bytes.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count) }
-            }
-            buffers.append(buffer)
-            lengths.append(Int32(bytes.count))
-            formats.append(1)
+        case .null: break
+        case .text(let text): byteCount += text.utf8.count + 1
+        case .binary(let bytes): byteCount += bytes.count
         }
     }
-    defer {
-        for (buffer, parameter) in zip(buffers, parameters) {
-            guard let buffer else { continue }
-            if case .binary = parameter.storage { buffer.deallocate() } else { free(buffer) }
-        }
-    }
-    let values = buffers.map { UnsafePointer($0) }
-    return types.withUnsafeBufferPointer { typePointer in
-        values.withUnsafeBufferPointer { valuePointer in
-            lengths.withUnsafeBufferPointer { lengthPointer in
-                formats.withUnsafeBufferPointer { formatPointer in
-                    body(
-                        Int32(parameters.count), typePointer.baseAddress, valuePointer.baseAddress, lengthPointer.baseAddress,
-                        formatPointer.baseAddress)
+    return withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(1, byteCount)) { bytes in
+        withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { values in
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * count) { lengthsAndFormats in
+                withUnsafeTemporaryAllocation(of: Oid.self, capacity: count) { types in
+                    var offset = 0
+                    for (index, parameter) in parameters.enumerated() {
+                        types[index] = Oid(parameter.typeOID)
+                        let start = bytes.baseAddress! + offset
+                        switch parameter.storage {
+                        case .null:
+                            values[index] = nil
+                            lengthsAndFormats[index] = 0
+                            lengthsAndFormats[count + index] = 0
+                        case .text(let text):
+                            let written = text.utf8.count
+                            UnsafeMutableRawBufferPointer(start: start, count: written).copyBytes(from: text.utf8)
+                            start[written] = 0
+                            values[index] = UnsafePointer(start)
+                            lengthsAndFormats[index] = 0
+                            lengthsAndFormats[count + index] = 0
+                            offset += written + 1
+                        case .binary(let data):
+                            data.withUnsafeBytes { raw in
+                                if let base = raw.baseAddress { UnsafeMutableRawPointer(start).copyMemory(from: base, byteCount: data.count) }
+                            }
+                            values[index] = UnsafePointer(start)
+                            lengthsAndFormats[index] = Int32(data.count)
+                            lengthsAndFormats[count + index] = 1
+                            offset += data.count
+                        }
+                    }
+                    let lengths = UnsafePointer(lengthsAndFormats.baseAddress!)
+                    return body(Int32(count), UnsafePointer(types.baseAddress!), UnsafePointer(values.baseAddress!), lengths, lengths + count)
                 }
             }
         }

@@ -9,19 +9,29 @@ public import ServiceLifecycle
 ///   broken, is probed before it is handed out; dead ones are replaced, so the pool heals itself after a server restart.
 /// - On hand-back the transaction status decides: idle → reuse; in a transaction or failed → `ROLLBACK`, then reuse;
 ///   active or unknown → close. Connections older than `maxLifetime` are closed.
-/// - Every blocking libpq call runs on the pool's own `NIOThreadPool` (one thread per connection), never on Swift's
-///   cooperative pool. We chose dedicated threads over a non-blocking reactor because SwiftNIO has no public API
-///   for readiness events on a socket another library owns, and a pool of a few dozen connections to a nearby server
-///   loses little by parking one thread per in-flight request; each request still costs one round trip (pipeline mode).
+/// - Request transactions (`requestTransaction`, one round trip in pipeline mode), the bulk of the traffic, run on
+///   the calling task's thread without blocking it: libpq is non-blocking, and the task suspends on the pool's
+///   `PostgresSocketWaiter` (one epoll thread for every connection; SwiftNIO has no public API for readiness events
+///   on a socket another library owns) until PostgreSQL answers. Every other libpq call — connecting, probing,
+///   rolling back, multi-statement work through `withConnection` + `run` — blocks, so it runs on the pool's own
+///   `NIOThreadPool` (one thread per connection), never on an event loop or Swift's cooperative pool.
 public final class PostgresPool: Service, Sendable {
     public let configuration: PostgresConfiguration
     let threadPool: NIOThreadPool
+    #if canImport(Glibc)
+        /// Where request transactions wait for PostgreSQL; nil if the system refused an epoll set (they then block a pool
+        /// thread, as the other calls do).
+        let socketWaiter: PostgresSocketWaiter?
+    #endif
     private let state: PoolState
 
     public init(configuration: PostgresConfiguration, logger: Logger = Logger(label: "guestpass.postgres")) {
         self.configuration = configuration
         self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.maxConnections))
         self.threadPool.start()
+        #if canImport(Glibc)
+            self.socketWaiter = try? PostgresSocketWaiter()
+        #endif
         self.state = PoolState(configuration: configuration, threadPool: self.threadPool, logger: logger)
     }
 
@@ -38,7 +48,11 @@ public final class PostgresPool: Service, Sendable {
         _ body: (PooledConnection) async throws -> R
     ) async throws -> R {
         let connection = try await self.state.acquire()
-        let pooled = PooledConnection(connection: connection, threadPool: self.threadPool)
+        #if canImport(Glibc)
+            let pooled = PooledConnection(connection: connection, threadPool: self.threadPool, socketWaiter: self.socketWaiter)
+        #else
+            let pooled = PooledConnection(connection: connection, threadPool: self.threadPool)
+        #endif
         return try await withCleanup {
             try await body(pooled)
         } cleanup: {
@@ -96,6 +110,9 @@ public final class PostgresPool: Service, Sendable {
     public func shutdown() async {
         guard await self.state.close() else { return }
         try? await self.threadPool.shutdownGracefully()
+        #if canImport(Glibc)
+            self.socketWaiter?.stop()
+        #endif
     }
 }
 
@@ -264,6 +281,9 @@ private actor PoolState {
 public struct PooledConnection: Sendable {
     let connection: PostgresConnection
     let threadPool: NIOThreadPool
+    #if canImport(Glibc)
+        let socketWaiter: PostgresSocketWaiter?
+    #endif
 
     /// Runs blocking work against the connection on a pool thread.
     public func run<R: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> R) async throws -> R {

@@ -33,14 +33,25 @@ extension PostgresConnection {
     public func requestTransaction(
         _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
     ) throws -> [PostgresResult] {
-        let framed =
-            [
-                PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true),
-                self.identityStatement(identity),
-            ] + statements + [PostgresStatement("COMMIT", reusesPlan: true)]
-        let results = try self.pipeline(framed)
-        return Array(results.dropFirst(2).dropLast())
+        Self.unframed(try self.pipeline(self.framed(identity, readOnly: readOnly, statements)))
     }
+
+    /// The same transaction without blocking a thread: sent and read on the calling task's thread, which suspends on
+    /// `waiter` while PostgreSQL works (`PostgresSocketWaiter`).
+    func requestTransaction(
+        _ identity: RequestIdentity, readOnly: Bool, _ statements: [PostgresStatement], waiter: PostgresSocketWaiter
+    ) async throws -> [PostgresResult] {
+        Self.unframed(try await self.pipeline(self.framed(identity, readOnly: readOnly, statements), waiter: waiter))
+    }
+
+    /// `statements` between `BEGIN [READ ONLY]` + the identity statement and `COMMIT`.
+    private func framed(_ identity: RequestIdentity, readOnly: Bool, _ statements: [PostgresStatement]) -> [PostgresStatement] {
+        [PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true), self.identityStatement(identity)] + statements
+            + [PostgresStatement("COMMIT", reusesPlan: true)]
+    }
+
+    /// The results of the statements a `framed` pipeline carried.
+    private static func unframed(_ results: [PostgresResult]) -> [PostgresResult] { Array(results.dropFirst(2).dropLast()) }
 
     /// The framing statement that sets the caller's identity (`$1`–`$3`), and in `.transaction` pool mode the session
     /// settings too (PgBouncer may hand the next transaction another server session, so each one carries its own).
@@ -85,8 +96,21 @@ extension PostgresPool {
     public nonisolated func requestTransaction(
         _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
     ) async throws -> [PostgresResult] {
-        try await self.withConnection { connection in
-            try await connection.run { try $0.requestTransaction(identity, readOnly: readOnly, statements) }
-        }
+        try await self.withConnection { try await $0.requestTransaction(identity, readOnly: readOnly, statements) }
+    }
+}
+
+extension PooledConnection {
+    /// Runs `statements` as one request transaction in one round trip (see `PostgresConnection.requestTransaction`),
+    /// without blocking a thread where the pool has a `PostgresSocketWaiter`, else on a pool thread.
+    public func requestTransaction(
+        _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
+    ) async throws -> [PostgresResult] {
+        #if canImport(Glibc)
+            if let waiter = self.socketWaiter {
+                return try await self.connection.requestTransaction(identity, readOnly: readOnly, statements, waiter: waiter)
+            }
+        #endif
+        return try await self.run { try $0.requestTransaction(identity, readOnly: readOnly, statements) }
     }
 }
