@@ -33,8 +33,8 @@
 # 3), BENCH_CONNECTIONS (default 8), BENCH_THREADS (default 2), BENCH_WARMUP (default 2), BENCH_USERS (default 32),
 # BENCH_ROUTES (a space-separated subset, default all), BENCH_ALLOCATIONS=0 (skip the allocation pass),
 # BENCH_PYTHON (a python with websockets; default the repository's .venv), and bench/lib.sh's BENCH_SKIP_BUILD,
-# BENCH_BIN, BENCH_KEEP_CLUSTER, BENCH_DURABLE, BENCH_PG_CONF, BENCH_PROFILE (perf of the server during the read route's
-# runs). Exit status 1 when a measurement is invalid (errors, an unexpected status, a failed join).
+# BENCH_BIN, BENCH_KEEP_CLUSTER, BENCH_DURABLE, BENCH_PG_CONF, BENCH_PROFILE (perf of the server during the runs of
+# BENCH_PROFILE_ROUTE, default read; BENCH_PROFILE_EVENT=probe_libc:malloc shows who allocates: bench/lib.sh). Exit status 1 when a measurement is invalid (errors, an unexpected status, a failed join).
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -139,7 +139,7 @@ switches() { cat /proc/"$SERVER_PID"/task/*/status 2>/dev/null | awk '/^voluntar
 declare -A RESULTS HALF
 for route in "${ROUTES[@]}"; do
   if [ "$WARMUP" -gt 0 ]; then load "$route" "$WARMUP" "$WORK/warmup-$route.out"; fi
-  [ "$route" = read ] && bench_profile_start "$SERVER_PID"
+  [ "$route" = "${BENCH_PROFILE_ROUTE:-read}" ] && bench_profile_start "$SERVER_PID"
   RESULTS[$route]=""
   for run in $(seq 1 "$RUNS"); do
     srv0="$(proc_ticks "$SERVER_PID")" pg0="$(pg_ticks)"
@@ -152,7 +152,7 @@ for route in "${ROUTES[@]}"; do
     RESULTS[$route]+="$REQUESTS:$srv:$pg:$P99_US:$RATE:$((vol1 - vol0)):$((invol1 - invol0)) "
     gp_log "$route run $run: $REQUESTS in ${DURATION}s, server $((srv * 1000000 / TICKS / REQUESTS)) µs/request, postgres $((pg * 1000000 / TICKS / REQUESTS)) µs/request, p99 $((P99_US / 1000)) ms, $(((vol1 - vol0) * 100 / REQUESTS)) voluntary switches per 100 requests"
   done
-  [ "$route" = read ] && bench_profile_stop
+  [ "$route" = "${BENCH_PROFILE_ROUTE:-read}" ] && bench_profile_stop
   if [ "$route" != join ]; then
     peak="$(python3 -c "import statistics, sys; print(statistics.median(float(r.split(':')[4]) for r in sys.argv[1].split()))" "${RESULTS[$route]}")"
     # At rate R over C connections each waits C/R s per request; at half the peak that is latency + pause = 2C/peak,
