@@ -19,18 +19,46 @@ extension PostgresConnection {
     /// The same exchange as `pipeline(_:)`, without blocking: the pipeline is sent and its results read on the calling
     /// thread, and the task suspends on `waiter` while PostgreSQL works (or while the socket's send buffer is full).
     func pipeline(_ statements: [PostgresStatement], waiter: PostgresSocketWaiter) async throws -> [PostgresResult] {
-        let pointer = self.handle.pointer
         let deadline = ContinuousClock.now + self.ioTimeout
         var reader = try self.sendPipeline(statements)
-        while true {
-            let status = PQflush(pointer)
-            if status == 0 { break }
-            if status < 0 { throw self.fail(.connectionLost, self.handle.errorMessage) }
-            try await self.wait(on: waiter, writable: true, until: deadline)
-        }
+        try await self.flush(on: waiter, until: deadline)
         while true {
             if let results = try self.readPipeline(&reader) { return results }
             try await self.wait(on: waiter, writable: false, until: deadline)
+        }
+    }
+
+    /// `execute(_:)` without blocking, as `pipeline(_:waiter:)`: one statement with bound parameters, its result.
+    func execute(_ statement: PostgresStatement, waiter: PostgresSocketWaiter) async throws -> PostgresResult {
+        let pointer = self.handle.pointer
+        let deadline = ContinuousClock.now + self.ioTimeout
+        let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
+            PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw self.fail(.protocolViolation, "could not send statement") }
+        try await self.flush(on: waiter, until: deadline)
+        var results: [PostgresResult] = []
+        var firstError: PostgresError?
+        reading: while true {
+            while PQisBusy(pointer) == 0 {
+                guard let result = PQgetResult(pointer) else { break reading }
+                try self.take(result, into: &results, firstError: &firstError)
+            }
+            try await self.wait(on: waiter, writable: false, until: deadline)
+        }
+        if let firstError { throw firstError }
+        guard let last = results.last else { throw self.fail(.protocolViolation, "no result for statement") }
+        return last
+    }
+
+    /// Flushes libpq's output buffer, waiting while the socket's send buffer is full (and taking in what arrives
+    /// meanwhile, so the server never blocks on a full socket either).
+    private func flush(on waiter: PostgresSocketWaiter, until deadline: ContinuousClock.Instant) async throws {
+        while true {
+            let status = PQflush(self.handle.pointer)
+            if status == 0 { return }
+            if status < 0 { throw self.fail(.connectionLost, self.handle.errorMessage) }
+            try await self.wait(on: waiter, writable: true, until: deadline)
         }
     }
 

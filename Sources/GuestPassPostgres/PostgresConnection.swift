@@ -192,19 +192,24 @@ public final class PostgresConnection: @unchecked Sendable {
         var results: [PostgresResult] = []
         var firstError: PostgresError?
         while let result = try self.nextResult(deadline: deadline) {
-            switch PQresultStatus(result) {
-            case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
-                firstError = firstError ?? Self.serverError(result)
-                PQclear(result)
-            case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
-                PQclear(result)
-                throw self.fail(.protocolViolation, "COPY is not supported")
-            default:
-                results.append(PostgresResult(taking: result))
-            }
+            try self.take(result, into: &results, firstError: &firstError)
         }
         if let firstError { throw firstError }
         return results
+    }
+
+    /// Keeps a command's result, or its error (the first one counts), freeing what is not kept.
+    func take(_ result: OpaquePointer, into results: inout [PostgresResult], firstError: inout PostgresError?) throws {
+        switch PQresultStatus(result) {
+        case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
+            firstError = firstError ?? Self.serverError(result)
+            PQclear(result)
+        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+            PQclear(result)
+            throw self.fail(.protocolViolation, "COPY is not supported")
+        default:
+            results.append(PostgresResult(taking: result))
+        }
     }
 
     /// The next result, reading from the socket as needed; `nil` marks the end of one command's results.

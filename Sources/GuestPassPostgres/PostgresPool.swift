@@ -12,8 +12,9 @@ public import ServiceLifecycle
 /// - Request transactions (`requestTransaction`, one round trip in pipeline mode), the bulk of the traffic, run on
 ///   the calling task's thread without blocking it: libpq is non-blocking, and the task suspends on the pool's
 ///   `PostgresSocketWaiter` (one epoll thread for every connection; SwiftNIO has no public API for readiness events
-///   on a socket another library owns) until PostgreSQL answers. Every other libpq call — connecting, probing,
-///   rolling back, multi-statement work through `withConnection` + `run` — blocks, so it runs on the pool's own
+///   on a socket another library owns) until PostgreSQL answers; so do single statements (`execute`). Every other
+///   libpq call — connecting, probing, rolling back, scripts, work through `withConnection` + `run` — blocks, so it
+///   runs on the pool's own
 ///   `NIOThreadPool` (one thread per connection), never on an event loop or Swift's cooperative pool.
 public final class PostgresPool: Service, Sendable {
     public let configuration: PostgresConfiguration
@@ -63,8 +64,7 @@ public final class PostgresPool: Service, Sendable {
     /// Runs one statement on any connection.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresResult {
-        let statement = PostgresStatement(sql, parameters)
-        return try await self.withConnection { try await $0.run { try $0.execute(statement) } }
+        try await self.withConnection { try await $0.execute(sql, parameters) }
     }
 
     /// Runs a multi-statement script (simple protocol) on any connection: set-up and DDL, one round trip.
@@ -291,10 +291,14 @@ public struct PooledConnection: Sendable {
         return try await self.threadPool.runIfActive { try body(connection) }
     }
 
-    /// Runs one statement with bound parameters.
+    /// Runs one statement with bound parameters: without blocking a thread where the pool has a
+    /// `PostgresSocketWaiter`, else on a pool thread.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresResult {
         let statement = PostgresStatement(sql, parameters)
+        #if canImport(Glibc)
+            if let waiter = self.socketWaiter { return try await self.connection.execute(statement, waiter: waiter) }
+        #endif
         return try await self.run { try $0.execute(statement) }
     }
 

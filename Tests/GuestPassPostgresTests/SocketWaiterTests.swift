@@ -6,7 +6,8 @@ import Testing
 
 @testable import GuestPassPostgres
 
-/// Request transactions wait for PostgreSQL on the pool's `PostgresSocketWaiter`, not on a pool thread: they finish
+/// Request transactions and single statements wait for PostgreSQL on the pool's `PostgresSocketWaiter`, not on a pool
+/// thread: they finish
 /// while every pool thread is held, keep each answer with its own caller under concurrency, are still one round trip,
 /// and time out on a silent server.
 @Suite struct SocketWaiterTests {
@@ -50,7 +51,11 @@ import Testing
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<20 {
                         group.addTask {
-                            try await pool.requestTransaction(identity, [PostgresStatement("SELECT $1::int8", [index])])[0].rows[0].decode(
+                            // Request transactions and single statements alike.
+                            guard index.isMultiple(of: 2) else {
+                                return try await pool.execute("SELECT $1::int8", [index]).rows[0].decode(Int.self, at: 0)
+                            }
+                            return try await pool.requestTransaction(identity, [PostgresStatement("SELECT $1::int8", [index])])[0].rows[0].decode(
                                 Int.self, at: 0)
                         }
                     }
@@ -58,6 +63,12 @@ import Testing
                 }
             }
             #expect(sum == (0..<20).reduce(0, +))
+            // A statement's error is the server's, and the connection serves the next one.
+            let error = try await #require(throws: PostgresError.self) {
+                try await Self.within(.seconds(20)) { try await pool.execute("SELECT 'x'::int") }
+            }
+            #expect(error.sqlState == .invalidTextRepresentation)
+            #expect(try await Self.within(.seconds(20)) { try await pool.execute("SELECT 5").rows[0].decode(Int.self, at: 0) } == 5)
         }
     }
 
