@@ -25,9 +25,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Set when the connection failed at the protocol or socket level; it must not be reused.
     public private(set) var isBroken = false
     private var traceFile: UnsafeMutablePointer<FILE>?
-    /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` statements.
+    /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` and `reusesPlanWhileRoom`
+    /// statements.
     private var preparedStatements: [String: String] = [:]
-    /// At most this many statements are kept prepared per session (none in `.transaction` pool mode).
+    /// At most this many statements are kept prepared per session (none in `.transaction` pool mode); a
+    /// `reusesPlanWhileRoom` statement is prepared only while fewer than half of them are.
     private let preparedStatementLimit: Int
     /// The statement that opens each request transaction by setting the caller's identity (and, in `.transaction`
     /// pool mode, the session's settings), with the settings' names and values: built once per connection.
@@ -135,11 +137,12 @@ public final class PostgresConnection: @unchecked Sendable {
         var preparingNow: [String: String] = [:]
         for statement in statements {
             let sent = withParameters(statement.parameters) { count, types, values, lengths, formats -> Int32 in
-                guard statement.reusesPlan else {
+                guard statement.reusesPlan || statement.reusesPlanWhileRoom else {
                     return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
                 }
+                let limit = statement.reusesPlan ? self.preparedStatementLimit : self.preparedStatementLimit / 2
                 var name = self.preparedStatements[statement.sql] ?? preparingNow[statement.sql]
-                if name == nil, self.preparedStatements.count + preparingNow.count < self.preparedStatementLimit {
+                if name == nil, self.preparedStatements.count + preparingNow.count < limit {
                     let newName = "gp_\(self.preparedStatements.count + preparingNow.count)"
                     guard PQsendPrepare(pointer, newName, statement.sql, count, types) == 1 else { return 0 }
                     slots.append(.prepare(sql: statement.sql, name: newName))
