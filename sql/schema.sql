@@ -993,15 +993,14 @@ COMMENT ON FUNCTION guestpass.require_user_and_app(OUT user_id uuid, OUT app_id 
 --
 
 CREATE FUNCTION guestpass.session_is_live(p_user uuid) RETURNS boolean
-    LANGUAGE sql STABLE
-    SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/04_sessions.sql, sha256 adf33d2cc519f4bc $$;
+    LANGUAGE plpgsql STABLE
+    AS $$ -- body in sql/migrations/repeatable/04_sessions.sql, sha256 f04fa5fe13c448e4 $$;
 
 --
 -- Name: FUNCTION session_is_live(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.session_is_live(p_user uuid) IS 'GuestPass internal: whether the request''s session (claim session_id) is a session of p_user that has not ended (signed out, or its device revoked). The one check behind every signed-in call that must refuse an access token outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active).';
+COMMENT ON FUNCTION guestpass.session_is_live(p_user uuid) IS 'GuestPass internal: whether the request''s session (claim session_id) is a session of p_user that has not ended (signed out, or its device revoked). The one check behind every signed-in call that must refuse an access token outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active). plpgsql, so its plan is kept per connection (a SQL function with EXISTS is never inlined and was parsed and planned on every call), with no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 --
 -- Name: set_updated_at(); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1147,29 +1146,28 @@ COMMENT ON FUNCTION guestpass.take_signup_tokens(p_app uuid, p_client_address te
 --
 
 CREATE FUNCTION guestpass.user_email_state(p_user uuid) RETURNS jsonb
-    LANGUAGE sql STABLE
-    SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8354b2f583924cbc $$;
+    LANGUAGE plpgsql STABLE
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 86d9b219418706da $$;
 
 --
 -- Name: FUNCTION user_email_state(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps to the microsecond, as the server writes every other (absent when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
+COMMENT ON FUNCTION guestpass.user_email_state(p_user uuid) IS 'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps to the microsecond, as the server writes every other (absent when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, email_change_sent_at, reauthentication_sent_at. {} for a user without one. plpgsql, so its plan is kept per connection (a SQL function with a FROM clause is never inlined and was parsed and planned on every call), with no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 --
 -- Name: user_identities(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
 CREATE FUNCTION guestpass.user_identities(p_user uuid) RETURNS jsonb
-    LANGUAGE sql STABLE
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 65f241126fc4fc26 $$;
+    LANGUAGE plpgsql STABLE
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 34f6e02baedd02e6 $$;
 
 --
 -- Name: FUNCTION user_identities(p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at: UTC with T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none.';
+COMMENT ON FUNCTION guestpass.user_identities(p_user uuid) IS 'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at: UTC with T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none. plpgsql, so its plan is kept per connection (a SQL function with a FROM clause is never inlined and was parsed and planned on every call), with no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 --
 -- Name: user_references(text[]); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1264,15 +1262,15 @@ COMMENT ON FUNCTION guestpass_server.create_account_code(p_kind text, p_code_has
 --
 
 CREATE FUNCTION guestpass_server.current_user_profile() RETURNS TABLE(user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone, session_active boolean, identities jsonb)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 10e879d2db2c3694 $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 cf510219155d2a28 $$;
 
 --
 -- Name: FUNCTION current_user_profile(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities).';
+COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities). plpgsql, so its plan is kept per connection: a SECURITY DEFINER SQL function is never inlined, and its body was parsed and planned on every call (GET /auth/v1/user).';
 
 --
 -- Name: delete_account(text[]); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -1924,15 +1922,15 @@ COMMENT ON FUNCTION guestpass_server.update_user(p_data jsonb) IS 'GuestPass ser
 --
 
 CREATE FUNCTION guestpass_server.user_email_state() RETURNS jsonb
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 3e1dcd3467a31cb8 $$;
+    AS $$ -- body in sql/migrations/repeatable/14_email.sql, sha256 8b0ad44ec0602ddf $$;
 
 --
 -- Name: FUNCTION user_email_state(); Type: COMMENT; Schema: guestpass_server; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_server.user_email_state() IS 'GuestPass server: guestpass.user_email_state of the caller (claims sub and app_id), pipelined beside current_user_profile and update_user.';
+COMMENT ON FUNCTION guestpass_server.user_email_state() IS 'GuestPass server: guestpass.user_email_state of the caller (claims sub and app_id), pipelined beside current_user_profile and update_user. plpgsql, so its plan is kept per connection (a SECURITY DEFINER SQL function is never inlined, and its body was parsed and planned on every call).';
 
 --
 -- Name: complete_account_setup(text); Type: FUNCTION; Schema: public; Owner: -

@@ -93,7 +93,7 @@ extension PostgresConnection {
     }
 
     /// Enters pipeline mode and queues every statement (preparing those that reuse their plan, up to the session's
-    /// limit) and a Sync; nothing is flushed yet.
+    /// limit, or half of it for `reusesPlanWhileRoom`) and a Sync; nothing is flushed yet.
     private func sendPipeline(_ statements: [PostgresStatement]) throws -> PipelineReader {
         let pointer = self.handle.pointer
         guard PQenterPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not enter pipeline mode") }
@@ -101,11 +101,12 @@ extension PostgresConnection {
         var preparingNow: [String: String] = [:]
         for statement in statements {
             let sent = withParameters(statement.parameters) { count, types, values, lengths, formats -> Int32 in
-                guard statement.reusesPlan else {
+                guard statement.reusesPlan || statement.reusesPlanWhileRoom else {
                     return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
                 }
+                let limit = statement.reusesPlan ? self.preparedStatementLimit : self.preparedStatementLimit / 2
                 var name = self.preparedStatements[statement.sql] ?? preparingNow[statement.sql]
-                if name == nil, self.preparedStatements.count + preparingNow.count < self.preparedStatementLimit {
+                if name == nil, self.preparedStatements.count + preparingNow.count < limit {
                     let newName = "gp_\(self.preparedStatements.count + preparingNow.count)"
                     guard PQsendPrepare(pointer, newName, statement.sql, count, types) == 1 else { return 0 }
                     reader.slots.append(.prepare(sql: statement.sql, name: newName))

@@ -25,9 +25,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Set when the connection failed at the protocol or socket level; it must not be reused.
     public internal(set) var isBroken = false
     private var traceFile: UnsafeMutablePointer<FILE>?
-    /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` statements.
+    /// Statements prepared on this session (SQL text → statement name), for `reusesPlan` and `reusesPlanWhileRoom`
+    /// statements.
     var preparedStatements: [String: String] = [:]
-    /// At most this many statements are kept prepared per session (none in `.transaction` pool mode).
+    /// At most this many statements are kept prepared per session (none in `.transaction` pool mode); a
+    /// `reusesPlanWhileRoom` statement is prepared only while fewer than half of them are.
     let preparedStatementLimit: Int
     /// The statement that opens each request transaction by setting the caller's identity (and, in `.transaction`
     /// pool mode, the session's settings), with the settings' names and values: built once per connection.

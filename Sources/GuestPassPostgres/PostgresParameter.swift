@@ -110,6 +110,11 @@ public struct PostgresStatement: Sendable {
     /// Whether a pipeline may prepare the statement once per connection and reuse its plan (for statements a
     /// service runs again and again; parameter types are fixed by the first use).
     public var reusesPlan: Bool
+    /// For a statement whose text varies with the request (a table request's shape: its columns, filters and order):
+    /// prepared and reused as with `reusesPlan`, but only while the session holds fewer than half its limit of prepared
+    /// statements, so that many shapes never crowd out the fixed statements. PostgreSQL then parses and plans a shape
+    /// once per connection rather than on every request (its own choice of custom or generic plan after the fifth).
+    public var reusesPlanWhileRoom = false
 
     /// - Parameters:
     ///   - sql: SQL text with `$1`… placeholders; never interpolate values into it.

@@ -93,6 +93,33 @@ import Testing
         }
     }
 
+    /// A statement whose text is a request's shape (`reusesPlanWhileRoom`, a table request's) is prepared once per
+    /// connection too, but only while fewer than half the session's limit (256) are: many shapes leave room for the
+    /// fixed statements, and a shape past that runs unnamed with the same answer.
+    @Test func shapedStatementsArePreparedOnlyWhileThereIsRoom() async throws {
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { database, pool in
+            let identity = RequestIdentity(role: .authenticated, claimsJSON: Self.claims)
+            @Sendable func shaped(_ n: Int) -> PostgresStatement {
+                var statement = PostgresStatement("SELECT \(n)::int8 + $1::int8", [1])
+                statement.reusesPlanWhileRoom = true
+                return statement
+            }
+            let preparedCount = PostgresStatement("SELECT count(*) FROM pg_catalog.pg_prepared_statements", reusesPlan: true)
+            try await pool.withConnection { connection in
+                try await connection.run { connection in
+                    for n in 0..<200 {
+                        let result = try connection.requestTransaction(identity, [shaped(n)])
+                        #expect(try result[0].rows[0].decode(Int.self, at: 0) == n + 1)
+                    }
+                    // BEGIN, the identity frame and COMMIT, then shapes until 128 are prepared; the count is fixed.
+                    #expect(try connection.requestTransaction(identity, [preparedCount])[0].rows[0].decode(Int.self, at: 0) == 129)
+                    #expect(try connection.requestTransaction(identity, [shaped(0), shaped(199)])[1].rows[0].decode(Int.self, at: 0) == 200)
+                    #expect(try connection.requestTransaction(identity, [preparedCount])[0].rows[0].decode(Int.self, at: 0) == 129)
+                }
+            }
+        }
+    }
+
     /// Behind PgBouncer's transaction pooling (`.transaction`) the next transaction may run on another server
     /// session, so nothing may be left in one: no statement is prepared by name, no setting comes from the startup
     /// packet, and every request transaction carries the settings itself. The session mode prepares and sets once.

@@ -3,7 +3,7 @@
 -- one of them makes PostgreSQL call (and plan) it on every use, and this file fail. Also: the entry points whose
 -- bodies are not inlinable by nature are plpgsql, so their plans are kept per connection.
 begin;
-select plan(33);
+select plan(35);
 
 \ir lib/plans.sql
 
@@ -122,6 +122,36 @@ select is(
     ),
     '{}'::text[],
     'quota_state, consume_at and require_caller are plpgsql running as their caller, with no SET clause'
+);
+
+-- GET /auth/v1/user (issue 34): PostgreSQL parses and plans a SQL function's body on every call unless it is inlined,
+-- and neither a SECURITY DEFINER entry point nor a scalar function with EXISTS or a FROM clause inlines. The profile's
+-- entry points and the internals they call are plpgsql, so each plan is made once per connection; the internals run as
+-- their caller, without a SET clause of their own (each SET is a save and restore of the setting per call).
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        join pg_catalog.pg_language as l on l.oid = p.prolang
+        where p.oid in ('guestpass_server.current_user_profile()'::regprocedure,
+                        'guestpass_server.user_email_state()'::regprocedure)
+          and not (l.lanname = 'plpgsql' and p.prosecdef)
+    ),
+    '{}'::text[],
+    'current_user_profile and user_email_state() are SECURITY DEFINER plpgsql'
+);
+select is(
+    array(
+        select p.oid::regprocedure::text
+        from pg_catalog.pg_proc as p
+        join pg_catalog.pg_language as l on l.oid = p.prolang
+        where p.oid in ('guestpass.session_is_live(uuid)'::regprocedure,
+                        'guestpass.user_identities(uuid)'::regprocedure,
+                        'guestpass.user_email_state(uuid)'::regprocedure)
+          and not (l.lanname = 'plpgsql' and not p.prosecdef and p.proconfig is null)
+    ),
+    '{}'::text[],
+    'session_is_live, user_identities and user_email_state(uuid) are plpgsql running as their caller, with no SET clause'
 );
 
 -- The sign-up write path (0024): a new user with no credits and UTC calls no trigger function.

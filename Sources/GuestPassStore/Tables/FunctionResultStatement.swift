@@ -20,7 +20,7 @@ extension TableStatements {
             plan.action == .read(head: true)
             ? "NULL::text" : self.bodyExpression(plan, columns: root.list.columns.map(\.name), sql: &sql, as: mediaType)
         let singular = plan.singular ? ", " + self.singularCheck : ""
-        return PostgresStatement(
+        return self.shaped(
             "WITH \(source) SELECT \(total) AS total, count(_t) AS page_total, \(body) AS body, NULL::bigint AS inserted\(singular) "
                 + "FROM (\(page)) AS _t",
             sql.parameters

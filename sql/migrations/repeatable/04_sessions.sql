@@ -15,18 +15,22 @@
 
 create or replace function guestpass.session_is_live(p_user uuid)
     returns boolean
-    language sql stable set search_path = '' as $$
-    select exists (
+    language plpgsql stable as $$
+begin
+    return exists (
         select 1
         from guestpass.sessions as s
         where s.id = auth.claim_uuid('session_id') and s.user_id = p_user and s.revoked_at is null
-    )
+    );
+end
 $$;
 
 comment on function guestpass.session_is_live(uuid) is
     'GuestPass internal: whether the request''s session (claim session_id) is a session of p_user that has not ended '
     '(signed out, or its device revoked). The one check behind every signed-in call that must refuse an access token '
-    'outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active).';
+    'outliving its session: create_account_code, delete_account, update_user, current_user_profile (session_active). '
+    'plpgsql, so its plan is kept per connection (a SQL function with EXISTS is never inlined and was parsed and '
+    'planned on every call), with no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 create or replace function guestpass_server.refresh_session(
     p_session_id uuid,

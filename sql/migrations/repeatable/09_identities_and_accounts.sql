@@ -90,7 +90,9 @@
 
 create or replace function guestpass.user_identities(p_user uuid)
     returns jsonb
-    language sql stable as $$
+    language plpgsql stable as $$
+begin
+    return (
     select coalesce(
         jsonb_agg(
             jsonb_build_object(
@@ -114,12 +116,16 @@ create or replace function guestpass.user_identities(p_user uuid)
     )
     from guestpass.identities as i
     where i.user_id = p_user
+    );
+end
 $$;
 
 comment on function guestpass.user_identities(uuid) is
     'GuestPass internal: the identities of user p_user as a JSON array of GoTrue identity objects (identity_id, id = '
     'the provider''s subject, user_id, provider, email, identity_data, created_at, updated_at, last_sign_in_at: UTC with '
-    'T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none.';
+    'T and Z to the microsecond, as supabase-swift reads them), oldest first; [] for none. plpgsql, so its plan is '
+    'kept per connection (a SQL function with a FROM clause is never inlined and was parsed and planned on every '
+    'call), with no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 create or replace function guestpass_server.app_apple_settings()
     returns table (audiences text[], base_url text, team_id text, key_id text, key_path text)
@@ -355,17 +361,22 @@ create or replace function guestpass_server.current_user_profile()
         user_id uuid, email text, is_anonymous boolean, user_metadata jsonb, app_metadata jsonb,
         created_at timestamptz, updated_at timestamptz, session_active boolean, identities jsonb
     )
-    language sql stable security definer set search_path = '' as $$
+    language plpgsql stable security definer set search_path = '' as $$
+begin
+    return query
     select u.id, u.email, u.is_anonymous, u.user_metadata, u.app_metadata, u.created_at, u.updated_at,
            guestpass.session_is_live(u.id),
            guestpass.user_identities(u.id)
     from public.users as u
-    where u.id = auth.uid() and u.app_id = auth.app_id()
+    where u.id = auth.uid() and u.app_id = auth.app_id();
+end
 $$;
 
 comment on function guestpass_server.current_user_profile() is
     'GuestPass server: the caller''s user row (claims sub and app_id), or no row, with session_active = whether the '
-    'claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities).';
+    'claims'' session_id is a session of that user that is not revoked, and identities (guestpass.user_identities). '
+    'plpgsql, so its plan is kept per connection: a SECURITY DEFINER SQL function is never inlined, and its body was '
+    'parsed and planned on every call (GET /auth/v1/user).';
 
 create or replace function guestpass_server.update_user(p_data jsonb)
     returns table (

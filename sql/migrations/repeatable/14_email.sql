@@ -92,8 +92,9 @@ comment on function guestpass.email_code_purposes(text) is
 
 create or replace function guestpass.user_email_state(p_user uuid)
     returns jsonb
-    language sql stable set search_path = '' as $$
-    select coalesce((
+    language plpgsql stable as $$
+begin
+    return coalesce((
         select jsonb_strip_nulls(jsonb_build_object(
             'email_confirmed_at', guestpass.iso_utc_micro(c.email_confirmed_at),
             'confirmed_at', guestpass.iso_utc_micro(c.email_confirmed_at),
@@ -105,26 +106,34 @@ create or replace function guestpass.user_email_state(p_user uuid)
         ))
         from guestpass.email_credentials as c
         where c.user_id = p_user
-    ), '{}'::jsonb)
+    ), '{}'::jsonb);
+end
 $$;
 
 comment on function guestpass.user_email_state(uuid) is
     'GuestPass internal: the GoTrue user fields of p_user''s email account, as a JSON object of UTC timestamps to the '
     'microsecond, as the server writes every other (absent '
     'when null): email_confirmed_at (= confirmed_at), new_email, confirmation_sent_at, recovery_sent_at, '
-    'email_change_sent_at, reauthentication_sent_at. {} for a user without one.';
+    'email_change_sent_at, reauthentication_sent_at. {} for a user without one. plpgsql, so its plan is kept per '
+    'connection (a SQL function with a FROM clause is never inlined and was parsed and planned on every call), with '
+    'no SET clause: an internal run from SECURITY DEFINER callers that pin search_path.';
 
 create or replace function guestpass_server.user_email_state()
     returns jsonb
-    language sql stable security definer set search_path = '' as $$
-    select guestpass.user_email_state(u.id)
-    from public.users as u
-    where u.id = auth.uid() and u.app_id = auth.app_id()
+    language plpgsql stable security definer set search_path = '' as $$
+begin
+    return (
+        select guestpass.user_email_state(u.id)
+        from public.users as u
+        where u.id = auth.uid() and u.app_id = auth.app_id()
+    );
+end
 $$;
 
 comment on function guestpass_server.user_email_state() is
     'GuestPass server: guestpass.user_email_state of the caller (claims sub and app_id), pipelined beside '
-    'current_user_profile and update_user.';
+    'current_user_profile and update_user. plpgsql, so its plan is kept per connection (a SECURITY DEFINER SQL '
+    'function is never inlined, and its body was parsed and planned on every call).';
 
 -- Every email function answers this one shape (a row even without a user: its columns are then null).
 create or replace function guestpass.email_answer(
