@@ -26,13 +26,17 @@ public enum Digest {
     }
 
     /// Lowercase hexadecimal of `bytes`.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+            var index = 0
+            for byte in bytes {
+                out[index] = Self.hexDigit(byte >> 4)
+                out[index + 1] = Self.hexDigit(byte & 0x0f)
+                index += 2
+            }
+            return index
         }
-        return String(decoding: out, as: UTF8.self)
     }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10 }
 }

@@ -6,8 +6,14 @@ extension PostgresConnection {
     /// blocking the calling thread until the answers are in (see `PostgresConnection`'s threading note).
     /// Statements after a failing one are skipped by the server (`PGRES_PIPELINE_ABORTED`); the first error is thrown.
     public func pipeline(_ statements: [PostgresStatement]) throws -> [PostgresResult] {
+        try self.pipeline(statements, keeping: statements.indices)
+    }
+
+    /// `pipeline(_:)`, answering the results of the statements at `kept` only (the others' are freed unread; their
+    /// errors still count).
+    func pipeline(_ statements: [PostgresStatement], keeping kept: Range<Int>) throws -> [PostgresResult] {
         let deadline = ContinuousClock.now + self.ioTimeout
-        var reader = try self.sendPipeline(statements)
+        var reader = try self.sendPipeline(statements, keeping: kept)
         try self.flush(deadline: deadline)
         while true {
             if let results = try self.readPipeline(&reader) { return results }
@@ -18,9 +24,11 @@ extension PostgresConnection {
 
     /// The same exchange as `pipeline(_:)`, without blocking: the pipeline is sent and its results read on the calling
     /// thread, and the task suspends on `waiter` while PostgreSQL works (or while the socket's send buffer is full).
-    func pipeline(_ statements: [PostgresStatement], waiter: PostgresSocketWaiter) async throws -> [PostgresResult] {
+    func pipeline(
+        _ statements: [PostgresStatement], keeping kept: Range<Int>, waiter: PostgresSocketWaiter
+    ) async throws -> [PostgresResult] {
         let deadline = ContinuousClock.now + self.ioTimeout
-        var reader = try self.sendPipeline(statements)
+        var reader = try self.sendPipeline(statements, keeping: kept)
         try await self.flush(on: waiter, until: deadline)
         while true {
             if let results = try self.readPipeline(&reader) { return results }
@@ -81,7 +89,8 @@ extension PostgresConnection {
     /// statement that reuses its plan), and what was read so far.
     struct PipelineReader {
         enum Slot {
-            case statement
+            /// A statement; `kept`: whether its result is answered.
+            case statement(kept: Bool)
             case prepare(sql: String, name: String)
         }
 
@@ -94,12 +103,12 @@ extension PostgresConnection {
 
     /// Enters pipeline mode and queues every statement (preparing those that reuse their plan, up to the session's
     /// limit, or half of it for `reusesPlanWhileRoom`) and a Sync; nothing is flushed yet.
-    private func sendPipeline(_ statements: [PostgresStatement]) throws -> PipelineReader {
+    private func sendPipeline(_ statements: [PostgresStatement], keeping kept: Range<Int>) throws -> PipelineReader {
         let pointer = self.handle.pointer
         guard PQenterPipelineMode(pointer) == 1 else { throw self.fail(.protocolViolation, "could not enter pipeline mode") }
         var reader = PipelineReader()
         var preparingNow: [String: String] = [:]
-        for statement in statements {
+        for (index, statement) in statements.enumerated() {
             let sent = withParameters(statement.parameters) { count, types, values, lengths, formats -> Int32 in
                 guard statement.reusesPlan || statement.reusesPlanWhileRoom else {
                     return PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
@@ -117,7 +126,7 @@ extension PostgresConnection {
                 return PQsendQueryPrepared(pointer, name, count, values, lengths, formats, 0)
             }
             guard sent == 1 else { throw self.fail(.protocolViolation, "could not queue statement in pipeline") }
-            reader.slots.append(.statement)
+            reader.slots.append(.statement(kept: kept.contains(index)))
         }
         guard PQpipelineSync(pointer) == 1 else { throw self.fail(.protocolViolation, "could not send pipeline sync") }
         return reader
@@ -139,7 +148,7 @@ extension PostgresConnection {
                 if status == PGRES_COMMAND_OK { self.preparedStatements[sql] = name }
                 if status == PGRES_FATAL_ERROR { reader.firstError = reader.firstError ?? Self.serverError(result) }
                 PQclear(result)
-            case .statement:
+            case .statement(let kept):
                 switch status {
                 case PGRES_PIPELINE_ABORTED:
                     PQclear(result)
@@ -147,7 +156,7 @@ extension PostgresConnection {
                     reader.firstError = reader.firstError ?? Self.serverError(result)
                     PQclear(result)
                 default:
-                    reader.results.append(PostgresResult(taking: result))
+                    if kept { reader.results.append(PostgresResult(taking: result)) } else { PQclear(result) }
                 }
             }
         }

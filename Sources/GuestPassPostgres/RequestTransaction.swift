@@ -33,7 +33,7 @@ extension PostgresConnection {
     public func requestTransaction(
         _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
     ) throws -> [PostgresResult] {
-        Self.unframed(try self.pipeline(self.framed(identity, readOnly: readOnly, statements)))
+        try self.pipeline(self.framed(identity, readOnly: readOnly, statements), keeping: 2..<(2 + statements.count))
     }
 
     /// The same transaction without blocking a thread: sent and read on the calling task's thread, which suspends on
@@ -41,17 +41,15 @@ extension PostgresConnection {
     func requestTransaction(
         _ identity: RequestIdentity, readOnly: Bool, _ statements: [PostgresStatement], waiter: PostgresSocketWaiter
     ) async throws -> [PostgresResult] {
-        Self.unframed(try await self.pipeline(self.framed(identity, readOnly: readOnly, statements), waiter: waiter))
+        try await self.pipeline(self.framed(identity, readOnly: readOnly, statements), keeping: 2..<(2 + statements.count), waiter: waiter)
     }
 
-    /// `statements` between `BEGIN [READ ONLY]` + the identity statement and `COMMIT`.
+    /// `statements` between `BEGIN [READ ONLY]` + the identity statement and `COMMIT` (whose results are not read:
+    /// `keeping: 2..<(2 + statements.count)`).
     private func framed(_ identity: RequestIdentity, readOnly: Bool, _ statements: [PostgresStatement]) -> [PostgresStatement] {
         [PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true), self.identityStatement(identity)] + statements
             + [PostgresStatement("COMMIT", reusesPlan: true)]
     }
-
-    /// The results of the statements a `framed` pipeline carried.
-    private static func unframed(_ results: [PostgresResult]) -> [PostgresResult] { Array(results.dropFirst(2).dropLast()) }
 
     /// The framing statement that sets the caller's identity (`$1`–`$3`), and in `.transaction` pool mode the session
     /// settings too (PgBouncer may hand the next transaction another server session, so each one carries its own).

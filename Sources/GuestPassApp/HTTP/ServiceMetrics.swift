@@ -61,7 +61,15 @@ enum ServiceMetrics {
     private static let counters = NIOLockedValueBox<[String: Metrics.Counter]>([:])
 
     static func count(_ label: String, _ dimensions: [(String, String)], by amount: Int = 1) {
-        let key = dimensions.reduce(label) { $0 + "\u{0}" + $1.0 + "=" + $1.1 }
+        // One string for the cache key, grown once (folding `+` over the dimensions made a string a step).
+        var key = label
+        key.reserveCapacity(label.utf8.count + dimensions.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        for (name, value) in dimensions {
+            key.append("\u{0}")
+            key.append(name)
+            key.append("=")
+            key.append(value)
+        }
         let counter = self.counters.withLockedValue { counters in
             if let existing = counters[key] { return existing }
             let made = Metrics.Counter(label: label, dimensions: dimensions)
