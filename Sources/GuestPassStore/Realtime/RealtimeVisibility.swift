@@ -56,7 +56,10 @@ public enum RealtimeVisibility {
     public static let statementTimeout = "2s"
 
     /// Builds the check of `images` (JSON objects, as captured) against `table`'s policies for its role and against
-    /// each condition list of `filters` (a list is ANDed; an empty list always passes).
+    /// each condition list of `filters` (a list is ANDed; an empty list always passes). Its text depends only on the
+    /// table, the role's policies and hidden columns and the filters' columns and operators (images and values are
+    /// parameters), so a session pool prepares it once per connection and every identity, poll and batch of that shape
+    /// reuses the plan (the policies' `(select auth.uid())` are init plans, evaluated again at each execution).
     public static func statement(table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]) -> PostgresStatement {
         var parameters: [any PostgresEncodable] = ["[" + images.joined(separator: ",") + "]"]
         let alias = RPCStatement.quoted(table.name)
@@ -86,7 +89,7 @@ public enum RealtimeVisibility {
                   CROSS JOIN LATERAL jsonb_populate_record(NULL::\(RPCStatement.quoted(table.schema)).\(alias), x."gp$image") AS p) AS \(alias)
             ORDER BY 1
             """
-        return PostgresStatement(sql, parameters)
+        return PostgresStatement(sql, parameters, reusesPlan: true)
     }
 
     /// The row-level security predicate for the table's role: true without RLS (or for a role that bypasses it).
