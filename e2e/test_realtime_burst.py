@@ -6,7 +6,7 @@ Twelve guests of one app, each on its own socket subscribed to `public.readings`
 batched, indexed path), four of them also unfiltered on a second socket (the policy alone decides), and a spy: guest 0
 bound twice on one channel, to `user_id=eq.<guest 1>` (the filter passes, row-level security must not) and to its own
 id (the control that proves the spy's polls were delivered). Four `psql` sessions of the table owner insert rows of
-random guests, each row its own transaction, then update every row, then delete half of them, all concurrently.
+random guests, each row its own transaction, then update every row, then delete half of them (each phase concurrent).
 Completion is an end-marker row per guest inserted after the writers finished (a later log position), never a sleep.
 
 A batch that evaluated any identity with another's claims would hand a guest someone else's rows (the unfiltered
@@ -122,7 +122,8 @@ def test_a_burst_reaches_each_identity_with_exactly_its_own_rows_once(burst_serv
             rng.shuffle(updates)
             deleted = set(rng.sample(range(ROWS), ROWS // 2))
             deletes = [f"delete from public.readings where id = '{row_ids[n]}';" for n in sorted(deleted)]
-            await asyncio.to_thread(write_concurrently, super_url, updates + deletes)
+            await asyncio.to_thread(write_concurrently, super_url, updates)
+            await asyncio.to_thread(write_concurrently, super_url, deletes)
             # The end markers: one row per guest, after every write above committed.
             await asyncio.to_thread(psql, super_url, "\n".join(
                 f"insert into public.readings (app_id, user_id, kind, content) values ('{app.app_id}', '{user}', "
