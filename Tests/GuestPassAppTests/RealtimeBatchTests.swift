@@ -173,6 +173,16 @@ import Testing
                 #expect(index.candidates(for: [channel], app: app) == scanned, "\(conditions) \(String(describing: kind))")
             }
         }
+        // Several channels of one identity: the union, each change once, in order.
+        for (first, second) in zip(conditionSets, conditionSets.dropFirst(3)) {
+            let channels = [first, second, first].enumerated().map { position, conditions in
+                var channel = Self.subscriber(RequestIdentity(role: .authenticated, claimsJSON: "{}"), app: app, table: "t")
+                channel.bindings = [ChannelBinding(id: position + 1, kind: nil, schema: "public", table: "t", conditions: conditions)]
+                return channel
+            }
+            let union = Set(index.candidates(for: [channels[0]], app: app) + index.candidates(for: [channels[1]], app: app))
+            #expect(index.candidates(for: channels, app: app) == union.sorted(), "\(first) + \(second)")
+        }
     }
 
     static func subscriber(_ identity: RequestIdentity, app: UUID, table: String) -> RealtimeSubscriber {

@@ -23,6 +23,11 @@ final class RealtimeTableChanges {
     private let images: [[String: JSONValue]?]
     private var columns: [String: ColumnIndex] = [:]
 
+    private struct BindingShape: Hashable {
+        let kind: CapturedChange.Kind?
+        let conditions: [RealtimeFilter.Condition]
+    }
+
     private struct ColumnIndex {
         var buckets: [String: [Int]] = [:]
         var undecided: [Int] = []
@@ -42,18 +47,22 @@ final class RealtimeTableChanges {
 
     /// The indices (ascending) of the changes of `app` (or of no app) that some binding of `channels` on this table
     /// wants and whose filter may pass.
+    /// Channels of one identity often bind the same way (a thousand sockets of one user): each distinct binding shape
+    /// (kind and conditions) is looked up once.
     func candidates(for channels: [RealtimeSubscriber], app: UUID) -> [Int] {
-        var picked: [Int] = []
+        var shapes = Set<BindingShape>()
         for channel in channels {
             for binding in channel.bindings where binding.schema == self.schema && binding.table == self.name {
-                for index in self.lookup(binding.conditions) {
-                    let change = self.changes[index]
-                    guard change.appID == nil || change.appID == app, binding.kind == nil || binding.kind == change.kind else { continue }
-                    if binding.conditions.isEmpty
-                        || RealtimePrefilter.mayMatch(binding.conditions, image: self.images[index], table: self.table)
-                    {
-                        picked.append(index)
-                    }
+                shapes.insert(BindingShape(kind: binding.kind, conditions: binding.conditions))
+            }
+        }
+        var picked: [Int] = []
+        for shape in shapes {
+            for index in self.lookup(shape.conditions) {
+                let change = self.changes[index]
+                guard change.appID == nil || change.appID == app, shape.kind == nil || shape.kind == change.kind else { continue }
+                if shape.conditions.isEmpty || RealtimePrefilter.mayMatch(shape.conditions, image: self.images[index], table: self.table) {
+                    picked.append(index)
                 }
             }
         }
