@@ -51,6 +51,47 @@ extension PostgresConnection {
             + [PostgresStatement("COMMIT", reusesPlan: true)]
     }
 
+    /// Runs several identities' statements in ONE transaction and a single round trip: `BEGIN` → `prelude` →
+    /// `SAVEPOINT` → for each step: its identity frame (as `requestTransaction` sets it) → its statements →
+    /// `ROLLBACK TO SAVEPOINT` → … → `COMMIT`, pipelined with one Sync.
+    ///
+    /// Rolling back to the savepoint after each step undoes everything the step set inside the transaction (its
+    /// role, its claims, and any transaction-local setting its statements made), so each step starts from the login
+    /// role and sees nothing of the steps before it: as separate transactions would, save the snapshot (each
+    /// statement takes its own in READ COMMITTED anyway). The prelude's settings hold for every step. Limits: an
+    /// error in any step fails the whole batch (one Sync: what follows is skipped), so a caller that must isolate a
+    /// failing step reruns the steps one by one; and a `statement_timeout` a prelude sets runs from the first statement
+    /// after it to the Sync, so it bounds the whole batch, not one step.
+    ///
+    /// - Returns: for each step, the results of its statements only.
+    public func requestTransactions(
+        _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool = false,
+        prelude: [PostgresStatement] = []
+    ) throws -> [[PostgresResult]] {
+        guard !steps.isEmpty else { return [] }
+        var framed = [PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true)] + prelude
+        framed.append(PostgresStatement("SAVEPOINT gp_step", reusesPlan: true))
+        for step in steps {
+            framed.append(self.identityStatement(step.identity))
+            framed += step.statements
+            framed.append(PostgresStatement("ROLLBACK TO SAVEPOINT gp_step", reusesPlan: true))
+        }
+        framed.append(PostgresStatement("COMMIT", reusesPlan: true))
+        let results = try self.pipeline(framed)
+        guard results.count == framed.count else {
+            throw PostgresError(.protocolViolation, message: "a batch answered \(results.count) of \(framed.count) statements")
+        }
+        var answers: [[PostgresResult]] = []
+        answers.reserveCapacity(steps.count)
+        var index = 2 + prelude.count
+        for step in steps {
+            index += 1  // the identity frame
+            answers.append(Array(results[index..<index + step.statements.count]))
+            index += step.statements.count + 1  // and the rollback to the savepoint
+        }
+        return answers
+    }
+
     /// The framing statement that sets the caller's identity (`$1`–`$3`), and in `.transaction` pool mode the session
     /// settings too (PgBouncer may hand the next transaction another server session, so each one carries its own).
     /// It asks to reuse its plan; the connection prepares nothing in `.transaction` mode, so only the session mode does.
@@ -89,6 +130,17 @@ extension PostgresConnection {
 }
 
 extension PostgresPool {
+    /// Borrows a connection and runs several identities' statements in one transaction and one round trip
+    /// (see `PostgresConnection.requestTransactions`).
+    public nonisolated func requestTransactions(
+        _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool = false,
+        prelude: [PostgresStatement] = []
+    ) async throws -> [[PostgresResult]] {
+        try await self.withConnection { connection in
+            try await connection.run { try $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude) }
+        }
+    }
+
     /// Borrows a connection and runs `statements` as one request transaction in one round trip
     /// (see `PostgresConnection.requestTransaction`).
     public nonisolated func requestTransaction(

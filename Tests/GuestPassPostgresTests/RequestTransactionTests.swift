@@ -36,6 +36,36 @@ import Testing
         }
     }
 
+    /// Several identities in one transaction (`requestTransactions`): each step runs as its own role with its own
+    /// claims, a setting one step makes is gone in the next (the rollback to the savepoint), and a failing step fails
+    /// the batch and leaves the connection usable.
+    @Test func batchedIdentitiesEachRunAsThemselvesAndLeaveNothingBehind() async throws {
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 1) }) { database, pool in
+            let other = #"{"sub":"00000000-0000-0000-0000-0000000000aa","role":"authenticated"}"#
+            let probe = PostgresStatement("SELECT current_user::text, auth.uid()::text, current_setting('gp.step', true)")
+            let mark = PostgresStatement("SELECT set_config('gp.step', 'seen', true)")
+            let steps: [(identity: RequestIdentity, statements: [PostgresStatement])] = [
+                (RequestIdentity(role: .authenticated, claimsJSON: Self.claims), [mark, probe]),
+                (RequestIdentity(role: .anon, claimsJSON: "{}"), [probe]),
+                (RequestIdentity(role: .authenticated, claimsJSON: other), [probe]),
+            ]
+            let answers = try await pool.requestTransactions(steps, readOnly: true)
+            #expect(answers.map(\.count) == [2, 1, 1])
+            let rows = try answers.map { answer in
+                let row = try #require(answer.last?.first)
+                return (try row.decode(String.self, at: 0), try row.decode(String?.self, at: 1), try row.decode(String?.self, at: 2))
+            }
+            #expect(rows[0].0 == "authenticated" && rows[0].1 == "6b1c7c2e-2b0e-4f5e-9a59-0c7d6f1b8e11" && rows[0].2 == "seen")
+            #expect(rows[1].0 == "anon" && rows[1].1 == nil && rows[1].2 != "seen")
+            #expect(rows[2].0 == "authenticated" && rows[2].1 == "00000000-0000-0000-0000-0000000000aa" && rows[2].2 != "seen")
+            await #expect(throws: PostgresError.self) {
+                _ = try await pool.requestTransactions([steps[1], (steps[2].identity, [PostgresStatement("SELECT 1 / 0")])], readOnly: true)
+            }
+            let again = try await pool.requestTransactions([steps[1]], readOnly: true)
+            #expect(try again[0][0].rows[0].decode(String.self, at: 0) == "anon")
+        }
+    }
+
     /// Counts the round trips with libpq's own protocol trace: every message to the server (BEGIN, the settings,
     /// the work, COMMIT, one Sync) is written before the first message comes back, and exactly one
     /// ReadyForQuery answers.

@@ -7,17 +7,22 @@ import RealtimeProtocol
 
 /// Delivers one poll's worth of the change log to this process's channels.
 ///
-/// Row changes are grouped by table, then the channels bound to that table by identity (role and verified claims):
-/// one `RealtimeVisibility` check per group decides, on the captured images, which changes each identity may see
-/// and which filters they pass, and the group's channels get their events in `seq` order. Groups run concurrently
-/// (at most `concurrentChecks` at a time, so REST keeps most of the pool); a group whose check fails (a policy that
-/// raises, a timeout) costs only its own channels the batch, which they are told with a `system` error, never the
-/// others (Supabase's realtime#2093). A row change whose table has an `app_id` column goes only to channels of that
-/// app, whatever the policies say: the tenant boundary is not left to policy authors.
+/// Row changes are grouped by table, then the channels bound to that table by identity (role and verified claims)
+/// and app. Each group's candidates are found through an index on the filter's column (`RealtimeTableChanges`), so
+/// a poll costs the changes plus the channels, not their product. The groups of one table and role are checked in
+/// batches of up to `identitiesPerCheck` identities, one transaction and one round trip per batch, each identity's
+/// statement still run as that identity alone (`RealtimeVisibility.check(pool:table:batch:)`): which changes it may
+/// see and which filters they pass, on the captured images. Each group's channels then get their events in `seq`
+/// order. Batches run concurrently (at most `concurrentChecks` at a time, so REST keeps most of the pool); a batch that
+/// fails is checked again identity by identity, so a check that fails (a policy that raises, a timeout) costs only
+/// its own channels the batch, which they are told with a `system` error, never the others (Supabase's
+/// realtime#2093). A row change whose table has an `app_id` column goes only to channels of that app, whatever the
+/// policies say: the tenant boundary is not left to policy authors.
 struct RealtimeDispatch: Sendable {
     let services: RealtimeServices
     let logger: Logger
     var concurrentChecks = 4
+    var identitiesPerCheck = 64
 
     func deliver(_ changes: [CapturedChange]) async {
         guard !changes.isEmpty else { return }
@@ -32,7 +37,6 @@ struct RealtimeDispatch: Sendable {
         }
         RealtimeMetrics.captured(rowChanges.count)
         guard !rowChanges.isEmpty else { return }
-        var work: [(changes: [CapturedChange], channels: [RealtimeSubscriber])] = []
         var order: [String] = []
         var byTable: [String: [CapturedChange]] = [:]
         for change in rowChanges {
@@ -40,88 +44,78 @@ struct RealtimeDispatch: Sendable {
             if byTable[key] == nil { order.append(key) }
             byTable[key, default: []].append(change)
         }
-        for key in order {
-            let tableChanges = byTable[key]!
-            let interested = subscribers.filter { channel in channel.bindings.contains { binding in tableChanges.contains(where: binding.wants) } }
-            var groups: [String: [RealtimeSubscriber]] = [:]
-            for channel in interested { groups[channel.identityKey + "\u{0}" + channel.appID.uuidString, default: []].append(channel) }
-            for group in groups.values { work.append((tableChanges, group)) }
-        }
-        let anyFilter = work.contains { item in item.channels.contains { $0.bindings.contains { !$0.conditions.isEmpty } } }
-        let images = ParsedImages(anyFilter ? rowChanges : [])
+        var batches: [[RealtimeGroupCheck]] = []
+        for key in order { batches += await self.groups(of: byTable[key]!, subscribers: subscribers) }
         await withTaskGroup(of: Void.self) { tasks in
             var running = 0
-            for item in work {
+            for batch in batches {
                 if running == self.concurrentChecks {
                     await tasks.next()
                     running -= 1
                 }
-                tasks.addTask { await self.deliver(item.changes, images: images, to: item.channels) }
+                tasks.addTask { await self.deliver(batch) }
                 running += 1
             }
         }
     }
 
-    /// Checks and delivers one table's changes to one identity's channels.
-    private func deliver(_ tableChanges: [CapturedChange], images: ParsedImages, to channels: [RealtimeSubscriber]) async {
-        let first = channels[0]
-        guard let schema = tableChanges[0].schema, let name = tableChanges[0].table else { return }
-        let table: RealtimeTable
-        do {
-            guard let found = try await self.services.tables.table(schema: schema, name: name, role: first.identity.role) else { return }
-            table = found
-        } catch {
-            return self.refuse(tableChanges.count, to: channels, schema: schema, name: name, error: error)
+    /// One table's changes as the groups of channels that may receive some, in batches of one role.
+    private func groups(of tableChanges: [CapturedChange], subscribers: [RealtimeSubscriber]) async -> [[RealtimeGroupCheck]] {
+        guard let schema = tableChanges[0].schema, let name = tableChanges[0].table else { return [] }
+        let kinds = Set(tableChanges.map(\.kind))
+        var groups: [String: [RealtimeSubscriber]] = [:]
+        var groupOrder: [String] = []
+        var filtered = false
+        for channel in subscribers {
+            let bindings = channel.bindings.filter { $0.schema == schema && $0.table == name && ($0.kind.map(kinds.contains) ?? true) }
+            guard !bindings.isEmpty else { continue }
+            filtered = filtered || bindings.contains { !$0.conditions.isEmpty }
+            let key = channel.identityKey + "\u{0}" + channel.appID.uuidString
+            if groups[key] == nil { groupOrder.append(key) }
+            groups[key, default: []].append(channel)
         }
-        // Only changes of the identity's app that some binding wants and whose filter may pass are checked.
-        let relevant = tableChanges.filter { change in
-            guard change.appID == nil || change.appID == first.appID else { return false }
-            return channels.contains { channel in
-                channel.bindings.contains { binding in
-                    binding.wants(change)
-                        && (binding.conditions.isEmpty
-                            || RealtimePrefilter.mayMatch(binding.conditions, image: images.members(of: change), table: table))
+        var indexed: [DatabaseRole: RealtimeTableChanges] = [:]
+        var byRole: [DatabaseRole: [RealtimeGroupCheck]] = [:]
+        for key in groupOrder {
+            let channels = groups[key]!
+            let role = channels[0].identity.role
+            if indexed[role] == nil {
+                do {
+                    guard let table = try await self.services.tables.table(schema: schema, name: name, role: role) else { continue }
+                    indexed[role] = RealtimeTableChanges(schema: schema, name: name, table: table, changes: tableChanges, parseImages: filtered)
+                } catch {
+                    self.refuse(tableChanges.count, to: channels, schema: schema, name: name, error: error)
+                    continue
                 }
             }
+            let index = indexed[role]!
+            let candidates = index.candidates(for: channels, app: channels[0].appID)
+            guard !candidates.isEmpty else { continue }
+            byRole[role, default: []].append(
+                RealtimeGroupCheck(table: index.table, channels: channels, changes: candidates.map { index.changes[$0] }))
         }
-        guard !relevant.isEmpty else { return }
-        var filterIndex: [[RealtimeFilter.Condition]: Int] = [:]
-        var filters: [[RealtimeFilter.Condition]] = []
-        let tableBindings = channels.flatMap(\.bindings).filter { $0.schema == schema && $0.table == name }
-        for binding in tableBindings where filterIndex[binding.conditions] == nil {
-            filterIndex[binding.conditions] = filters.count
-            filters.append(binding.conditions)
+        var batches: [[RealtimeGroupCheck]] = []
+        for role in DatabaseRole.allCases {
+            guard let checks = byRole[role] else { continue }
+            for start in stride(from: 0, to: checks.count, by: self.identitiesPerCheck) {
+                batches.append(Array(checks[start..<min(start + self.identitiesPerCheck, checks.count)]))
+            }
         }
-        // Image 2i is what decides (the new row, or the old one of a DELETE); 2i+1 the old row of an UPDATE.
-        var checked: [String] = []
-        for change in relevant {
-            checked.append(change.decidingImage ?? "{}")
-            checked.append(change.kind == .update ? change.oldRecord ?? "{}" : "{}")
-        }
-        let verdicts: RealtimeVerdicts
-        do {
-            verdicts = try await RealtimeVisibility.check(
-                pool: self.services.pool, identity: first.identity, table: table, images: checked, filters: filters)
-        } catch {
-            return self.refuse(relevant.count, to: channels, schema: schema, name: name, error: error)
-        }
-        let columns = table.columns.filter(\.selectable).map { RealtimeColumn(name: $0.name, type: $0.type) }
-        for (index, change) in relevant.enumerated() where verdicts.visible[2 * index] {
-            var data: RealtimeJSON?
-            for channel in channels {
-                var ids: [Int] = []
-                for binding in channel.bindings
-                where binding.wants(change) && verdicts.matches[2 * index][filterIndex[binding.conditions]!] && !ids.contains(binding.id) {
-                    ids.append(binding.id)
+        return batches
+    }
+
+    /// Checks one batch and pushes each group's events (or, to a group whose check failed, the `system` error).
+    private func deliver(_ batch: [RealtimeGroupCheck]) async {
+        let verdicts = await RealtimeGroupCheck.verdicts(of: batch, pool: self.services.pool)
+        for (group, answer) in zip(batch, verdicts) {
+            switch answer {
+            case .success(let verdicts):
+                group.events(verdicts) { channel, payload in
+                    self.push(channel, event: "postgres_changes", payload: payload)
+                    RealtimeMetrics.delivered()
                 }
-                guard !ids.isEmpty else { continue }
-                if data == nil {
-                    data = RealtimeChangeEvent.data(
-                        change, table: table, columns: columns, deciding: verdicts.trimmedImages[2 * index],
-                        oldVisible: verdicts.visible[2 * index + 1], oldImage: verdicts.trimmedImages[2 * index + 1])
-                }
-                self.push(channel, event: "postgres_changes", payload: RealtimePayload.postgresChanges(ids: ids, data: data!))
-                RealtimeMetrics.delivered()
+            case .failure(let error):
+                self.refuse(group.changes.count, to: group.channels, schema: group.table.schema, name: group.table.name, error: error)
             }
         }
     }
@@ -171,21 +165,6 @@ struct RealtimeDispatch: Sendable {
             if !channel.outbox.enqueue(frame) { RealtimeMetrics.dropped(1) }
         }
     }
-}
-
-/// The deciding row image of each change of a poll, parsed once for `RealtimePrefilter` (shared by every identity).
-struct ParsedImages: Sendable {
-    private let members: [Int64: [String: JSONValue]]
-
-    init(_ changes: [CapturedChange]) {
-        var members: [Int64: [String: JSONValue]] = [:]
-        for change in changes {
-            if let text = change.decidingImage, let object = (try? JSONValue.parse(text))?.objectValue { members[change.seq] = object }
-        }
-        self.members = members
-    }
-
-    func members(of change: CapturedChange) -> [String: JSONValue]? { self.members[change.seq] }
 }
 
 extension CapturedChange {

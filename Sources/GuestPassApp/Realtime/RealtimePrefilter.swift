@@ -22,39 +22,75 @@ enum RealtimePrefilter {
         return true
     }
 
-    /// Whether the JSON value equals one of `values` as PostgreSQL would compare them, or nil when undecidable here.
-    private static func decide(type: String, json: JSONValue, values: [String]) -> Bool? {
-        if case .null = json { return false }  // `= x` and `= any(…)` are never true for NULL
+    /// What a row image's value is to the comparisons decided here: never equal to anything (NULL), a normalised key
+    /// (equal to a filter value exactly when that value normalises to the same key), or undecidable.
+    enum Stored: Equatable {
+        case never
+        case key(String)
+        case unknown
+    }
+
+    /// The image's value of a column of `type`, normalised (`Stored`).
+    static func stored(type: String, json: JSONValue) -> Stored {
+        if case .null = json { return .never }  // `= x` and `= any(…)` are never true for NULL
         switch type {
         case "text", "varchar", "name":
-            guard case .string(let text) = json else { return nil }
-            return values.contains(text)
+            guard case .string(let text) = json else { return .unknown }
+            return .key(text)
         case "uuid":
-            guard case .string(let text) = json, let stored = self.uuidDigits(text) else { return nil }
-            var any = false
-            for value in values {
-                guard let wanted = self.uuidDigits(value) else { return nil }
-                if wanted == stored { any = true }
-            }
-            return any
+            guard case .string(let text) = json, let digits = self.uuidDigits(text) else { return .unknown }
+            return .key(digits)
         case "int2", "int4", "int8":
-            guard case .number(let number) = json, let stored = Int(number.text) else { return nil }
-            var any = false
-            for value in values {
-                guard let wanted = Int(value.trimmingASCIISpaces) else { return nil }
-                if wanted == stored { any = true }
-            }
-            return any
+            guard case .number(let number) = json, let value = Int(number.text) else { return .unknown }
+            return .key(String(value))
         case "bool":
-            guard case .bool(let stored) = json else { return nil }
-            var any = false
+            guard case .bool(let value) = json else { return .unknown }
+            return .key(value ? "t" : "f")
+        default:
+            return .unknown
+        }
+    }
+
+    /// A filter's values for a column of `type`, normalised as `stored` normalises the image's, or nil when any of
+    /// them is a spelling decided only by PostgreSQL.
+    static func wanted(type: String, values: [String]) -> [String]? {
+        switch type {
+        case "text", "varchar", "name":
+            return values
+        case "uuid":
+            var keys: [String] = []
             for value in values {
-                guard let wanted = self.boolean(value) else { return nil }
-                if wanted == stored { any = true }
+                guard let digits = self.uuidDigits(value) else { return nil }
+                keys.append(digits)
             }
-            return any
+            return keys
+        case "int2", "int4", "int8":
+            var keys: [String] = []
+            for value in values {
+                guard let number = Int(value.trimmingASCIISpaces) else { return nil }
+                keys.append(String(number))
+            }
+            return keys
+        case "bool":
+            var keys: [String] = []
+            for value in values {
+                guard let flag = self.boolean(value) else { return nil }
+                keys.append(flag ? "t" : "f")
+            }
+            return keys
         default:
             return nil
+        }
+    }
+
+    /// Whether the JSON value equals one of `values` as PostgreSQL would compare them, or nil when undecidable here.
+    private static func decide(type: String, json: JSONValue, values: [String]) -> Bool? {
+        switch self.stored(type: type, json: json) {
+        case .never: return false
+        case .unknown: return nil
+        case .key(let key):
+            guard let wanted = self.wanted(type: type, values: values) else { return nil }
+            return wanted.contains(key)
         }
     }
 

@@ -26,8 +26,23 @@ public struct RealtimeVerdicts: Sendable {
     public let trimmedImages: [String?]
 }
 
+/// One identity's question to `RealtimeVisibility`: which of `images` (JSON objects, as captured) its role and claims
+/// may SELECT, and which of `filters` (each a list of ANDed conditions) each passes.
+public struct RealtimeCheck: Sendable {
+    public let identity: RequestIdentity
+    public let images: [String]
+    public let filters: [[RealtimeFilter.Condition]]
+
+    public init(identity: RequestIdentity, images: [String], filters: [[RealtimeFilter.Condition]]) {
+        self.identity = identity
+        self.images = images
+        self.filters = filters
+    }
+}
+
 /// The SQL that decides which captured row images a subscriber sees, and which filters they pass: one statement per
-/// (table, subscriber identity, poll), run inside a read-only request transaction as that identity, so `auth.uid()`,
+/// (table, subscriber identity, poll), run as that identity inside a read-only transaction (its own, or one shared by a
+/// batch of identities, each between a savepoint and the rollback to it), so `auth.uid()`,
 /// `auth.device_id()` and `auth.app_id()` in the policies read the subscriber's verified claims.
 ///
 /// Each image becomes a row of the table's own type (`jsonb_populate_record(null::table, image)`) under the table's
@@ -41,7 +56,10 @@ public enum RealtimeVisibility {
     public static let statementTimeout = "2s"
 
     /// Builds the check of `images` (JSON objects, as captured) against `table`'s policies for its role and against
-    /// each condition list of `filters` (a list is ANDed; an empty list always passes).
+    /// each condition list of `filters` (a list is ANDed; an empty list always passes). Its text depends only on the
+    /// table, the role's policies and hidden columns and the filters' columns and operators (images and values are
+    /// parameters), so a session pool prepares it once per connection and every identity, poll and batch of that shape
+    /// reuses the plan (the policies' `(select auth.uid())` are init plans, evaluated again at each execution).
     public static func statement(table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]) -> PostgresStatement {
         var parameters: [any PostgresEncodable] = ["[" + images.joined(separator: ",") + "]"]
         let alias = RPCStatement.quoted(table.name)
@@ -71,7 +89,7 @@ public enum RealtimeVisibility {
                   CROSS JOIN LATERAL jsonb_populate_record(NULL::\(RPCStatement.quoted(table.schema)).\(alias), x."gp$image") AS p) AS \(alias)
             ORDER BY 1
             """
-        return PostgresStatement(sql, parameters)
+        return PostgresStatement(sql, parameters, reusesPlan: true)
     }
 
     /// The row-level security predicate for the table's role: true without RLS (or for a role that bypasses it).
@@ -88,21 +106,52 @@ public enum RealtimeVisibility {
     public static func check(
         pool: PostgresPool, identity: RequestIdentity, table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]
     ) async throws -> RealtimeVerdicts {
-        guard table.readable, !images.isEmpty else {
-            return RealtimeVerdicts(
-                visible: images.map { _ in false }, matches: images.map { _ in filters.map { _ in false } },
-                trimmedImages: images.map { _ in nil })
-        }
-        let statement = self.statement(table: table, images: images, filters: filters)
+        let request = RealtimeCheck(identity: identity, images: images, filters: filters)
+        guard table.readable, !images.isEmpty else { return self.nothingVisible(request) }
         let results = try await pool.requestTransaction(
-            identity, readOnly: true,
-            [PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [self.statementTimeout], reusesPlan: true), statement]
-        )
+            identity, readOnly: true, [self.timeoutStatement, self.statement(table: table, images: images, filters: filters)])
+        return try self.verdicts(results[1], request, table: table)
+    }
+
+    /// Runs the checks of several identities on one table (the role's: every identity's role must be `table`'s) in one
+    /// read-only transaction and one round trip (`PostgresPool.requestTransactions`): each check still runs as its own
+    /// identity, between a savepoint and the rollback to it, so each sees only its own role and claims. One statement
+    /// timeout bounds the whole batch. A check that fails (a policy that raises, the timeout) fails the batch: the
+    /// caller reruns its checks one by one with `check`, so that only the failing identity loses its changes.
+    public static func check(pool: PostgresPool, table: RealtimeTable, batch: [RealtimeCheck]) async throws -> [RealtimeVerdicts] {
+        var answers = batch.map(self.nothingVisible)
+        guard table.readable else { return answers }
+        let asked = batch.indices.filter { !batch[$0].images.isEmpty }
+        guard !asked.isEmpty else { return answers }
+        let results = try await pool.requestTransactions(
+            asked.map { index in
+                let request = batch[index]
+                return (request.identity, [self.statement(table: table, images: request.images, filters: request.filters)])
+            },
+            readOnly: true, prelude: [self.timeoutStatement])
+        for (position, index) in asked.enumerated() { answers[index] = try self.verdicts(results[position][0], batch[index], table: table) }
+        return answers
+    }
+
+    /// Sets the short statement timeout of a check, for the rest of its transaction.
+    static var timeoutStatement: PostgresStatement {
+        PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [self.statementTimeout], reusesPlan: true)
+    }
+
+    private static func nothingVisible(_ request: RealtimeCheck) -> RealtimeVerdicts {
+        RealtimeVerdicts(
+            visible: request.images.map { _ in false }, matches: request.images.map { _ in request.filters.map { _ in false } },
+            trimmedImages: request.images.map { _ in nil })
+    }
+
+    /// Reads one check statement's rows back into verdicts.
+    private static func verdicts(_ result: PostgresResult, _ request: RealtimeCheck, table: RealtimeTable) throws -> RealtimeVerdicts {
+        let (images, filters) = (request.images, request.filters)
         var visible = images.map { _ in false }
         var matches = images.map { _ in filters.map { _ in false } }
         var trimmed: [String?] = images.map { _ in nil }
         let hidden = !table.hiddenColumns.isEmpty
-        for row in results[1].rows {
+        for row in result.rows {
             let index = try row.decode(Int.self, at: 0) - 1
             guard images.indices.contains(index) else { continue }
             visible[index] = try row.decode(Bool.self, at: 1)
