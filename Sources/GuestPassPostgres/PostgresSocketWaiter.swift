@@ -1,8 +1,9 @@
+import CLibPQ
+import Foundation
+import NIOConcurrencyHelpers
+
 #if canImport(Glibc)
-    import CLibPQ
-    import Foundation
     import Glibc
-    import NIOConcurrencyHelpers
 
     /// Waits for libpq sockets to become readable (or writable) for tasks, on one thread for the whole pool.
     ///

@@ -52,12 +52,15 @@ public struct TestDatabase: Sendable {
             .appendingPathComponent("sql/examples", isDirectory: true)
     }
 
-    /// A pool on this database as the login role (what `guestpass serve` uses).
+    /// A pool on this database as the login role (what `guestpass serve` uses); `acquireTimeout` is
+    /// `PostgresConfiguration`'s default unless given.
     public func loginPool(
-        maxConnections: Int = 8, poolMode: PostgresConfiguration.PoolMode = .session, sessionSettings: [String: String] = [:]
+        maxConnections: Int = 8, poolMode: PostgresConfiguration.PoolMode = .session, sessionSettings: [String: String] = [:],
+        acquireTimeout: Duration? = nil
     ) -> PostgresPool {
         var configuration = PostgresConfiguration(url: self.loginURL)
         configuration.maxConnections = maxConnections
+        if let acquireTimeout { configuration.acquireTimeout = acquireTimeout }
         configuration.poolMode = poolMode
         configuration.sessionSettings = sessionSettings
         return PostgresPool(configuration: configuration)
