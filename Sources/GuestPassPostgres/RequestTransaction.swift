@@ -69,6 +69,25 @@ extension PostgresConnection {
         prelude: [PostgresStatement] = []
     ) throws -> [[PostgresResult]] {
         guard !steps.isEmpty else { return [] }
+        let framed = self.batchFramed(steps, readOnly: readOnly, prelude: prelude)
+        return try Self.batchAnswers(self.pipeline(framed), framedCount: framed.count, steps: steps, preludeCount: prelude.count)
+    }
+
+    /// The same batch without blocking a thread, as `requestTransaction(_:readOnly:_:waiter:)`.
+    func requestTransactions(
+        _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool, prelude: [PostgresStatement],
+        waiter: PostgresSocketWaiter
+    ) async throws -> [[PostgresResult]] {
+        guard !steps.isEmpty else { return [] }
+        let framed = self.batchFramed(steps, readOnly: readOnly, prelude: prelude)
+        let results = try await self.pipeline(framed, keeping: framed.indices, waiter: waiter)
+        return try Self.batchAnswers(results, framedCount: framed.count, steps: steps, preludeCount: prelude.count)
+    }
+
+    /// `BEGIN` → prelude → `SAVEPOINT` → each step framed by its identity and the rollback to the savepoint → `COMMIT`.
+    private func batchFramed(
+        _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool, prelude: [PostgresStatement]
+    ) -> [PostgresStatement] {
         var framed = [PostgresStatement(readOnly ? "BEGIN READ ONLY" : "BEGIN", reusesPlan: true)] + prelude
         framed.append(PostgresStatement("SAVEPOINT gp_step", reusesPlan: true))
         for step in steps {
@@ -77,13 +96,19 @@ extension PostgresConnection {
             framed.append(PostgresStatement("ROLLBACK TO SAVEPOINT gp_step", reusesPlan: true))
         }
         framed.append(PostgresStatement("COMMIT", reusesPlan: true))
-        let results = try self.pipeline(framed)
-        guard results.count == framed.count else {
-            throw PostgresError(.protocolViolation, message: "a batch answered \(results.count) of \(framed.count) statements")
+        return framed
+    }
+
+    /// Each step's results out of a `batchFramed` pipeline's.
+    private static func batchAnswers(
+        _ results: [PostgresResult], framedCount: Int, steps: [(identity: RequestIdentity, statements: [PostgresStatement])], preludeCount: Int
+    ) throws -> [[PostgresResult]] {
+        guard results.count == framedCount else {
+            throw PostgresError(.protocolViolation, message: "a batch answered \(results.count) of \(framedCount) statements")
         }
         var answers: [[PostgresResult]] = []
         answers.reserveCapacity(steps.count)
-        var index = 2 + prelude.count
+        var index = 2 + preludeCount
         for step in steps {
             index += 1  // the identity frame
             answers.append(Array(results[index..<index + step.statements.count]))
@@ -136,9 +161,7 @@ extension PostgresPool {
         _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool = false,
         prelude: [PostgresStatement] = []
     ) async throws -> [[PostgresResult]] {
-        try await self.withConnection { connection in
-            try await connection.run { try $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude) }
-        }
+        try await self.withConnection { try await $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude) }
     }
 
     /// Borrows a connection and runs `statements` as one request transaction in one round trip
@@ -151,6 +174,20 @@ extension PostgresPool {
 }
 
 extension PooledConnection {
+    /// Runs several identities' statements in one transaction and one round trip (see
+    /// `PostgresConnection.requestTransactions`), without blocking a thread where the pool has a `PostgresSocketWaiter`.
+    public func requestTransactions(
+        _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool = false,
+        prelude: [PostgresStatement] = []
+    ) async throws -> [[PostgresResult]] {
+        #if canImport(Glibc)
+            if let waiter = self.socketWaiter {
+                return try await self.connection.requestTransactions(steps, readOnly: readOnly, prelude: prelude, waiter: waiter)
+            }
+        #endif
+        return try await self.run { try $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude) }
+    }
+
     /// Runs `statements` as one request transaction in one round trip (see `PostgresConnection.requestTransaction`),
     /// without blocking a thread where the pool has a `PostgresSocketWaiter`, else on a pool thread.
     public func requestTransaction(
