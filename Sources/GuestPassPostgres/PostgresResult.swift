@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 
 /// The rows of one statement's result. Owns its `PGresult`, which `PQclear` frees when the last reference goes.
 ///
@@ -8,22 +9,25 @@ public final class PostgresResult: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Number of rows returned.
     public let rowCount: Int
-    /// Column names, in order.
-    public let columnNames: [String]
-    /// Column type OIDs, in order.
-    public let columnTypes: [UInt32]
-    /// The command tag, e.g. `INSERT 0 1` or `SELECT 3`.
-    public let commandTag: String
+    /// Number of columns.
+    public let columnCount: Int
 
-    /// Takes ownership of `handle`.
+    /// Takes ownership of `handle`. Names, types and the tag are read from the `PGresult` when asked for, not copied
+    /// for every result (a request's results are mostly read by position or by one name).
     init(taking handle: OpaquePointer) {
         self.handle = handle
         self.rowCount = Int(PQntuples(handle))
-        let columns = Int(PQnfields(handle))
-        self.columnNames = (0..<columns).map { String(cString: PQfname(handle, Int32($0))) }
-        self.columnTypes = (0..<columns).map { UInt32(PQftype(handle, Int32($0))) }
-        self.commandTag = String(cString: PQcmdStatus(handle))
+        self.columnCount = Int(PQnfields(handle))
     }
+
+    /// Column names, in order.
+    public var columnNames: [String] { (0..<self.columnCount).map { String(cString: PQfname(self.handle, Int32($0))) } }
+
+    /// Column type OIDs, in order.
+    public var columnTypes: [UInt32] { (0..<self.columnCount).map { UInt32(PQftype(self.handle, Int32($0))) } }
+
+    /// The command tag, e.g. `INSERT 0 1` or `SELECT 3`.
+    public var commandTag: String { String(cString: PQcmdStatus(self.handle)) }
 
     deinit { PQclear(self.handle) }
 
@@ -40,11 +44,13 @@ public final class PostgresResult: @unchecked Sendable {
     public var first: PostgresRow? { self.rowCount > 0 ? PostgresRow(result: self, index: 0) : nil }
 
     /// The index of the column named `name`.
-    public func columnIndex(_ name: String) -> Int? { self.columnNames.firstIndex(of: name) }
+    public func columnIndex(_ name: String) -> Int? {
+        name.withCString { wanted in (0..<self.columnCount).first { strcmp(PQfname(self.handle, Int32($0)), wanted) == 0 } }
+    }
 
     /// The cell at `row`, `column`: its text bytes are copied out, so nothing points into the `PGresult`.
     func cell(row: Int, column: Int) -> PostgresCell {
-        precondition(row < self.rowCount && column < self.columnNames.count, "cell index out of range")
+        precondition(row < self.rowCount && column < self.columnCount, "cell index out of range")
         let bytes: [UInt8]?
         if PQgetisnull(self.handle, Int32(row), Int32(column)) == 1 {
             bytes = nil
@@ -54,7 +60,8 @@ public final class PostgresResult: @unchecked Sendable {
                 Array(UnsafeBufferPointer(start: $0, count: length))
             }
         }
-        return PostgresCell(bytes: bytes, typeOID: self.columnTypes[column], columnName: self.columnNames[column])
+        return PostgresCell(
+            bytes: bytes, typeOID: UInt32(PQftype(self.handle, Int32(column))), columnName: String(cString: PQfname(self.handle, Int32(column))))
     }
 }
 
