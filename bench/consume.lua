@@ -25,11 +25,6 @@ function init(args)
   if count == 0 then error("no tokens in " .. args[2]) end
 end
 
-local pause = tonumber(os.getenv("BENCH_WRK_DELAY_MS") or "")
-if pause then
-  function delay() return pause end
-end
-
 function request()
   return requests[math.random(1, count)]
 end

@@ -18,7 +18,7 @@
 # For each route: a warm-up, then BENCH_RUNS runs of BENCH_DURATION seconds at BENCH_CONNECTIONS connections (wrk). Per
 # run: the server's CPU (utime + stime of its process from /proc, clock ticks) ÷ the requests answered, and PostgreSQL's
 # (the postmaster and its backends) ÷ the same; the median run is printed, with the spread. Then, per HTTP route, one run
-# paced at about half the median peak rate (BENCH_WRK_PACE_MS in bench/tables.lua): its p99 ("p99 at half its peak").
+# paced at about half the median peak rate (BENCH_WRK_DELAY_MS in bench/tables.lua): its p99 ("p99 at half its peak").
 # Then a second server under LD_PRELOAD=malloc_count.so (bench/malloc_count.c, built here with cc) answers each route for
 # a few seconds: heap allocations ÷ requests (exact counts; that server's time is not measured).
 #
@@ -124,7 +124,7 @@ load() { # load ROUTE SECONDS OUT [pace-ms]
     return 0
   fi
   wrk_args "$route"
-  BENCH_WRK_PACE_MS="$pace" timeout -k 5 $((seconds + 60)) "${WRK[@]}" -d "${seconds}s" --latency "$URL" -- "${WRK_ARGS[@]}" >"$out"
+  BENCH_WRK_DELAY_MS="$pace" timeout -k 5 $((seconds + 60)) "${WRK[@]}" -d "${seconds}s" --latency "$URL" -- "${WRK_ARGS[@]}" >"$out"
   bench_wrk_result "$out"
   REQUESTS="$HTTP_REQUESTS"
   BAD=$((HTTP_BAD + $(sed -n 's/^WRK_STATUS unexpected=\([0-9]*\).*/\1/p' "$out")))

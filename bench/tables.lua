@@ -5,8 +5,7 @@
 -- application/json with `Prefer: PREFER` (default return=minimal; "-" sends no Prefer). Every answer whose status is
 -- not EXPECTED_STATUS is counted (wrk itself counts only statuses ≥ 400); done() prints the WRK_RESULT line of
 -- bench/wrk_result.lua, then "WRK_STATUS unexpected=N bytes=B" (B: every byte wrk read, headers included).
--- With BENCH_WRK_PACE_MS=M (a decimal) each connection waits M milliseconds on average before each request (a paced
--- load; wrk's delays are whole milliseconds, so each is M rounded down or up at random, M on average).
+-- With BENCH_WRK_DELAY_MS=M each connection waits M milliseconds on average before each request (bench/wrk_threads.lua).
 
 dofile("bench/wrk_threads.lua") -- setup() (thread_id, threads), seed_random(), uuid4()
 
@@ -39,16 +38,6 @@ end
 
 function request()
   return requests[math.random(1, count)]
-end
-
-local pace = tonumber(os.getenv("BENCH_WRK_PACE_MS") or "")
-if pace then
-  local whole = math.floor(pace)
-  local fraction = pace - whole
-  function delay()
-    if math.random() < fraction then return whole + 1 end
-    return whole
-  end
 end
 
 function response(status, headers, body)

@@ -522,6 +522,20 @@ async def second_device(server, app, session: dict, ip: str) -> dict:
     return moved
 
 
+def changes_of_run(socket: RawSocket, run: str) -> list[dict]:
+    """The `postgres_changes` payloads `socket` received for rows whose `content.run` is `run` (for a DELETE, the old
+    record's), in arrival order: what one run of a test wrote, whatever else the socket saw."""
+    out = []
+    for frame in socket.frames:
+        if frame.event != "postgres_changes":
+            continue
+        data = frame.payload["data"]
+        image = data.get("record") if data["type"] != "DELETE" else data.get("old_record")
+        if (image.get("content") or {}).get("run") == run:
+            out.append(frame.payload)
+    return out
+
+
 def same_row(delivered: dict, expected: dict) -> bool:
     """A captured row image equals a row as the table API returned it (timestamps compared as instants)."""
     from datetime import datetime

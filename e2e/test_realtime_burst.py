@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import psql
-from realtime_support import RawSocket, run_async, sign_up, until
+from realtime_support import RawSocket, changes_of_run, run_async, sign_up, until
 from support import create_app
 
 GUESTS = 12
@@ -70,15 +70,7 @@ class Subscription:
         self.binding_ids = binding_ids  # binding id → the guest its filter names (-1: no filter)
 
     def events(self, run: str) -> list[dict]:
-        out = []
-        for frame in self.socket.frames:
-            if frame.event != "postgres_changes":
-                continue
-            data = frame.payload["data"]
-            image = data.get("record") if data["type"] != "DELETE" else data.get("old_record")
-            if (image.get("content") or {}).get("run") == run:
-                out.append(frame.payload)
-        return out
+        return changes_of_run(self.socket, run)
 
 
 @pytest.mark.attack

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import psql
-from realtime_support import RawSocket, run_async, sign_up, until
+from realtime_support import RawSocket, changes_of_run, run_async, sign_up, until
 from support import create_app
 
 SUBSCRIPTION = {"event": "*", "schema": "public", "table": "readings"}
@@ -240,15 +240,7 @@ class Subscriber:
     palm_only: bool
 
     def delivered(self, run: str) -> list[dict]:
-        out = []
-        for frame in self.socket.frames:
-            if frame.event != "postgres_changes":
-                continue
-            data = frame.payload["data"]
-            image = data.get("record") if data["type"] != "DELETE" else data.get("old_record")
-            if (image.get("content") or {}).get("run") == run:
-                out.append(data)
-        return out
+        return [payload["data"] for payload in changes_of_run(self.socket, run)]
 
 
 def check(plan: Plan, subscriber: Subscriber, committed: set[str], rows: dict[str, Row]) -> list[str]:

@@ -40,10 +40,7 @@ extension PostgresConnection {
     func execute(_ statement: PostgresStatement, waiter: PostgresSocketWaiter) async throws -> PostgresResult {
         let pointer = self.handle.pointer
         let deadline = ContinuousClock.now + self.ioTimeout
-        let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
-            PQsendQueryParams(pointer, statement.sql, count, types, values, lengths, formats, 0)
-        }
-        guard sent == 1 else { throw self.fail(.protocolViolation, "could not send statement") }
+        try self.send(statement)
         try await self.flush(on: waiter, until: deadline)
         var results: [PostgresResult] = []
         var firstError: PostgresError?
@@ -55,8 +52,7 @@ extension PostgresConnection {
             try await self.wait(on: waiter, writable: false, until: deadline)
         }
         if let firstError { throw firstError }
-        guard let last = results.last else { throw self.fail(.protocolViolation, "no result for statement") }
-        return last
+        return try self.lastResult(results)
     }
 
     /// Flushes libpq's output buffer, waiting while the socket's send buffer is full (and taking in what arrives

@@ -96,12 +96,21 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func execute(_ statement: PostgresStatement) throws -> PostgresResult {
         let deadline = ContinuousClock.now + self.ioTimeout
+        try self.send(statement)
+        try self.flush(deadline: deadline)
+        return try self.lastResult(self.drainResults(deadline: deadline))
+    }
+
+    /// Queues one statement with bound parameters (extended protocol); nothing is flushed yet.
+    func send(_ statement: PostgresStatement) throws {
         let sent = withParameters(statement.parameters) { count, types, values, lengths, formats in
             PQsendQueryParams(self.handle.pointer, statement.sql, count, types, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw self.fail(.protocolViolation, "could not send statement") }
-        try self.flush(deadline: deadline)
-        let results = try self.drainResults(deadline: deadline)
+    }
+
+    /// A statement's answer: the last of its results.
+    func lastResult(_ results: [PostgresResult]) throws -> PostgresResult {
         guard let last = results.last else { throw self.fail(.protocolViolation, "no result for statement") }
         return last
     }

@@ -12,27 +12,23 @@ public import ServiceLifecycle
 /// - Request transactions (`requestTransaction`, one round trip in pipeline mode), the bulk of the traffic, run on
 ///   the calling task's thread without blocking it: libpq is non-blocking, and the task suspends on the pool's
 ///   `PostgresSocketWaiter` (one epoll thread for every connection; SwiftNIO has no public API for readiness events
-///   on a socket another library owns) until PostgreSQL answers; so do single statements (`execute`). Every other
-///   libpq call — connecting, probing, rolling back, scripts, work through `withConnection` + `run` — blocks, so it
-///   runs on the pool's own
-///   `NIOThreadPool` (one thread per connection), never on an event loop or Swift's cooperative pool.
+///   on a socket another library owns) until PostgreSQL answers; so do batches (`requestTransactions`) and single
+///   statements (`execute`). Every other libpq call — connecting, probing, rolling back, scripts, work through
+///   `withConnection` + `run` — blocks, so it runs on the pool's own `NIOThreadPool` (one thread per connection),
+///   never on an event loop or Swift's cooperative pool.
 public final class PostgresPool: Service, Sendable {
     public let configuration: PostgresConfiguration
     let threadPool: NIOThreadPool
-    #if canImport(Glibc)
-        /// Where request transactions wait for PostgreSQL; nil if the system refused an epoll set (they then block a pool
-        /// thread, as the other calls do).
-        let socketWaiter: PostgresSocketWaiter?
-    #endif
+    /// Where request transactions wait for PostgreSQL; nil where there is no epoll set (not Linux, or the system
+    /// refused one): they then block a pool thread, as the other calls do.
+    let socketWaiter: PostgresSocketWaiter?
     private let state: PoolState
 
     public init(configuration: PostgresConfiguration, logger: Logger = Logger(label: "guestpass.postgres")) {
         self.configuration = configuration
         self.threadPool = NIOThreadPool(numberOfThreads: max(1, configuration.maxConnections))
         self.threadPool.start()
-        #if canImport(Glibc)
-            self.socketWaiter = try? PostgresSocketWaiter()
-        #endif
+        self.socketWaiter = try? PostgresSocketWaiter()
         self.state = PoolState(configuration: configuration, threadPool: self.threadPool, logger: logger)
     }
 
@@ -49,11 +45,7 @@ public final class PostgresPool: Service, Sendable {
         _ body: (PooledConnection) async throws -> R
     ) async throws -> R {
         let connection = try await self.state.acquire()
-        #if canImport(Glibc)
-            let pooled = PooledConnection(connection: connection, threadPool: self.threadPool, socketWaiter: self.socketWaiter)
-        #else
-            let pooled = PooledConnection(connection: connection, threadPool: self.threadPool)
-        #endif
+        let pooled = PooledConnection(connection: connection, threadPool: self.threadPool, socketWaiter: self.socketWaiter)
         return try await withCleanup {
             try await body(pooled)
         } cleanup: {
@@ -110,9 +102,7 @@ public final class PostgresPool: Service, Sendable {
     public func shutdown() async {
         guard await self.state.close() else { return }
         try? await self.threadPool.shutdownGracefully()
-        #if canImport(Glibc)
-            self.socketWaiter?.stop()
-        #endif
+        self.socketWaiter?.stop()
     }
 }
 
@@ -281,9 +271,7 @@ private actor PoolState {
 public struct PooledConnection: Sendable {
     let connection: PostgresConnection
     let threadPool: NIOThreadPool
-    #if canImport(Glibc)
-        let socketWaiter: PostgresSocketWaiter?
-    #endif
+    let socketWaiter: PostgresSocketWaiter?
 
     /// Runs blocking work against the connection on a pool thread.
     public func run<R: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> R) async throws -> R {
@@ -296,10 +284,20 @@ public struct PooledConnection: Sendable {
     @discardableResult
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresResult {
         let statement = PostgresStatement(sql, parameters)
-        #if canImport(Glibc)
-            if let waiter = self.socketWaiter { return try await self.connection.execute(statement, waiter: waiter) }
-        #endif
-        return try await self.run { try $0.execute(statement) }
+        return try await self.waitingOrBlocking {
+            try await self.connection.execute(statement, waiter: $0)
+        } blocking: {
+            try $0.execute(statement)
+        }
+    }
+
+    /// `waiting` with the pool's `PostgresSocketWaiter`, the thread free meanwhile; where there is none (not Linux, or
+    /// the system refused an epoll set), `blocking` on a pool thread.
+    func waitingOrBlocking<R: Sendable>(
+        _ waiting: (PostgresSocketWaiter) async throws -> R, blocking: @escaping @Sendable (PostgresConnection) throws -> R
+    ) async throws -> R {
+        if let waiter = self.socketWaiter { return try await waiting(waiter) }
+        return try await self.run(blocking)
     }
 
     /// Runs a multi-statement script (simple protocol).

@@ -16,7 +16,7 @@ import NIOConcurrencyHelpers
     /// Limits: one wait per socket at a time (a connection is borrowed by one task). A wake-up may be spurious (a
     /// readiness that another wait consumed): callers read what arrived and wait again while libpq is still busy.
     /// Deadlines are checked at least every `tick` (250 ms), so a timeout fires up to that late. Linux only (epoll);
-    /// elsewhere the pool keeps its threads.
+    /// elsewhere the pool keeps its threads (the type below the `#else` only refuses to be made).
     final class PostgresSocketWaiter: Sendable {
         /// The wait's deadline passed before the socket became ready.
         struct Timeout: Error {}
@@ -146,5 +146,18 @@ import NIOConcurrencyHelpers
             self.stopped.lock()
             self.stopped.unlock(withValue: true)
         }
+    }
+#else
+    /// Elsewhere than Linux there is no epoll set: `init` throws, so a pool has no waiter and blocks a pool thread for
+    /// every call instead.
+    final class PostgresSocketWaiter: Sendable {
+        struct Timeout: Error {}
+        struct Stopped: Error {}
+
+        init() throws { throw PostgresError(.connectionFailed, message: "no epoll on this system") }
+
+        func wait(socket: Int32, writable: Bool = false, until deadline: ContinuousClock.Instant) async throws { throw Stopped() }
+
+        func stop() {}
     }
 #endif

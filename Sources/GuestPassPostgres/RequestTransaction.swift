@@ -180,12 +180,11 @@ extension PooledConnection {
         _ steps: [(identity: RequestIdentity, statements: [PostgresStatement])], readOnly: Bool = false,
         prelude: [PostgresStatement] = []
     ) async throws -> [[PostgresResult]] {
-        #if canImport(Glibc)
-            if let waiter = self.socketWaiter {
-                return try await self.connection.requestTransactions(steps, readOnly: readOnly, prelude: prelude, waiter: waiter)
-            }
-        #endif
-        return try await self.run { try $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude) }
+        try await self.waitingOrBlocking {
+            try await self.connection.requestTransactions(steps, readOnly: readOnly, prelude: prelude, waiter: $0)
+        } blocking: {
+            try $0.requestTransactions(steps, readOnly: readOnly, prelude: prelude)
+        }
     }
 
     /// Runs `statements` as one request transaction in one round trip (see `PostgresConnection.requestTransaction`),
@@ -193,11 +192,10 @@ extension PooledConnection {
     public func requestTransaction(
         _ identity: RequestIdentity, readOnly: Bool = false, _ statements: [PostgresStatement]
     ) async throws -> [PostgresResult] {
-        #if canImport(Glibc)
-            if let waiter = self.socketWaiter {
-                return try await self.connection.requestTransaction(identity, readOnly: readOnly, statements, waiter: waiter)
-            }
-        #endif
-        return try await self.run { try $0.requestTransaction(identity, readOnly: readOnly, statements) }
+        try await self.waitingOrBlocking {
+            try await self.connection.requestTransaction(identity, readOnly: readOnly, statements, waiter: $0)
+        } blocking: {
+            try $0.requestTransaction(identity, readOnly: readOnly, statements)
+        }
     }
 }

@@ -58,8 +58,8 @@ public enum RealtimeVisibility {
     /// Builds the check of `images` (JSON objects, as captured) against `table`'s policies for its role and against
     /// each condition list of `filters` (a list is ANDed; an empty list always passes). Its text depends only on the
     /// table, the role's policies and hidden columns and the filters' columns and operators (images and values are
-    /// parameters), so a session pool prepares it once per connection and every identity, poll and batch of that shape
-    /// reuses the plan (the policies' `(select auth.uid())` are init plans, evaluated again at each execution).
+    /// parameters), so a session pool prepares it once per connection (while there is room) and every identity, poll and
+    /// batch of that shape reuses the plan (the policies' `(select auth.uid())` are init plans, evaluated again at each execution).
     public static func statement(table: RealtimeTable, images: [String], filters: [[RealtimeFilter.Condition]]) -> PostgresStatement {
         var parameters: [any PostgresEncodable] = ["[" + images.joined(separator: ",") + "]"]
         let alias = RPCStatement.quoted(table.name)
@@ -89,7 +89,11 @@ public enum RealtimeVisibility {
                   CROSS JOIN LATERAL jsonb_populate_record(NULL::\(RPCStatement.quoted(table.schema)).\(alias), x."gp$image") AS p) AS \(alias)
             ORDER BY 1
             """
-        return PostgresStatement(sql, parameters, reusesPlan: true)
+        // Its text varies with the table and the filters' shape, as a table request's does: prepared while there is room
+        // (half the session's slots), never crowding out the fixed statements.
+        var statement = PostgresStatement(sql, parameters)
+        statement.reusesPlanWhileRoom = true
+        return statement
     }
 
     /// The row-level security predicate for the table's role: true without RLS (or for a role that bypasses it).
