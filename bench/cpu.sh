@@ -32,7 +32,7 @@
 # at warning, as the container runs). Environment: BENCH_DURATION (seconds per run, default 10), BENCH_RUNS (default
 # 3), BENCH_CONNECTIONS (default 8), BENCH_THREADS (default 2), BENCH_WARMUP (default 2), BENCH_USERS (default 32),
 # BENCH_ROUTES (a space-separated subset, default all), BENCH_ALLOCATIONS=0 (skip the allocation pass),
-# BENCH_PYTHON (a python with websockets; default the repository's .venv), and bench/lib.sh's BENCH_SKIP_BUILD,
+# BENCH_PYTHON (a python with websockets; default the repository's .venv, made if missing), and bench/lib.sh's BENCH_SKIP_BUILD,
 # BENCH_BIN, BENCH_KEEP_CLUSTER, BENCH_DURABLE, BENCH_PG_CONF, BENCH_PROFILE (perf of the server during the runs of
 # BENCH_PROFILE_ROUTE, default read; BENCH_PROFILE_EVENT=probe_libc:malloc shows who allocates: bench/lib.sh). Exit status 1 when a measurement is invalid (errors, an unexpected status, a failed join).
 set -euo pipefail
@@ -65,8 +65,8 @@ declare -A TARGET_UNITS=([floor]=0.9 [user]=1.75 [rpc]=1.5 [read]=2.7 [insert]=2
 bench_prepare_tools wrk curl openssl gcc
 bench_build
 bench_begin "$ROOT/.pg/bench-cpu"
-PYTHON="${BENCH_PYTHON:-$ROOT/.venv/bin/python}"
-"$PYTHON" -c 'import websockets' 2>/dev/null || gp_die "$PYTHON has no websockets (scripts/test makes .venv; or set BENCH_PYTHON)"
+bench_websockets_python
+PYTHON="$BENCH_WS_PYTHON"
 cc -O2 -shared -fPIC -o "$WORK/malloc_count.so" "$ROOT/bench/malloc_count.c" || gp_die "building bench/malloc_count.c failed"
 
 gp_log "one ES256 verification on this machine (openssl speed ecdsap256, 3 s)"

@@ -11,6 +11,7 @@
 #   bench_start_server [NAME=value ...]            # guestpass serve on a free loopback port → URL, SERVER_PID
 #                                                  # (every server started is stopped at exit)
 #   bench_sign_up_users URL N                      # N guests over HTTP → $WORK/tokens.lua, $WORK/claims-<i>.json
+#   bench_websockets_python                        # a python with websockets → BENCH_WS_PYTHON
 #   bench_cpu_init; proc_ticks PID; pg_ticks       # CPU accounting (clock ticks)
 #   bench_wrk_result FILE                          # parse the WRK_RESULT line of a bench/*.lua script
 #   bench_http_rounds_begin; bench_http_round N ARGS…; bench_http_rounds_end   # wrk rounds, totals and worst latencies
@@ -181,6 +182,27 @@ for i in range(1, users + 1):
 with open(f"{work}/tokens.lua", "w") as f:
     f.write("return {\n" + "".join(f'  "{t}",\n' for t in tokens) + "}\n")
 PY
+}
+
+# ---- a python that has websockets >= 14 (Realtime clients: bench/realtime_fanout.py, bench/cpu_join.py) → BENCH_WS_PYTHON:
+# BENCH_PYTHON, else the repository's .venv (made, and websockets installed, if missing)
+bench_websockets_python() {
+  if [ -n "${BENCH_PYTHON:-}" ]; then
+    BENCH_WS_PYTHON="$BENCH_PYTHON"
+  else
+    BENCH_WS_PYTHON="$ROOT/.venv/bin/python"
+    if ! "$BENCH_WS_PYTHON" -c 'import websockets' >/dev/null 2>&1; then
+      gp_log "installing websockets into $ROOT/.venv"
+      if [ ! -x "$BENCH_WS_PYTHON" ] || ! "$BENCH_WS_PYTHON" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$ROOT/.venv"
+        python3 -m venv "$ROOT/.venv" >/dev/null 2>&1 || { gp_ensure_apt python3-venv; python3 -m venv "$ROOT/.venv"; }
+      fi
+      timeout -k 5 300 "$BENCH_WS_PYTHON" -m pip install -q --disable-pip-version-check 'websockets>=14,<16' ||
+        gp_die "pip install websockets failed"
+    fi
+  fi
+  "$BENCH_WS_PYTHON" -c 'import sys, websockets; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null ||
+    gp_die "$BENCH_WS_PYTHON has no websockets >= 14"
 }
 
 # ---- CPU accounting (clock ticks from /proc): the server process, and the cluster's postmaster

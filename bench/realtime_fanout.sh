@@ -41,25 +41,6 @@ rt_setting() { # rt_setting NAME DEFAULT MIN MAX → the value of BENCH_RT_NAME,
   printf '%s\n' "$value"
 }
 
-# A python that has websockets (the receivers'): BENCH_PYTHON, else the repository's .venv (made if missing).
-rt_python() {
-  if [ -n "${BENCH_PYTHON:-}" ]; then
-    RT_PYTHON="$BENCH_PYTHON"
-  else
-    RT_PYTHON="$ROOT/.venv/bin/python"
-    if ! "$RT_PYTHON" -c 'import websockets' >/dev/null 2>&1; then
-      gp_log "installing websockets into $ROOT/.venv"
-      if [ ! -x "$RT_PYTHON" ] || ! "$RT_PYTHON" -m pip --version >/dev/null 2>&1; then
-        rm -rf "$ROOT/.venv"
-        python3 -m venv "$ROOT/.venv" >/dev/null 2>&1 || { gp_ensure_apt python3-venv; python3 -m venv "$ROOT/.venv"; }
-      fi
-      timeout -k 5 300 "$RT_PYTHON" -m pip install -q --disable-pip-version-check 'websockets>=14,<16' ||
-        gp_die "pip install websockets failed"
-    fi
-  fi
-  "$RT_PYTHON" -c 'import sys, websockets; sys.exit(int(websockets.__version__.split(".")[0]) < 14)' 2>/dev/null ||
-    gp_die "$RT_PYTHON has no websockets >= 14"
-}
 
 realtime_fanout() {
   local subscribers rate shared_rate seconds burst procs target steps scenarios raw metrics_port ws_url bound
@@ -75,7 +56,7 @@ realtime_fanout() {
   [[ "$scenarios" =~ ^(per-user|shared)(,(per-user|shared))?$ ]] || gp_die "BENCH_RT_SCENARIOS: per-user, shared or both"
   raw="${BENCH_RT_RAW_DIR:-/tmp/guestpass-realtime-fanout-$(date +%Y%m%d-%H%M%S)}"
   mkdir -p "$raw"
-  rt_python
+  bench_websockets_python
   # Every socket is a file descriptor, in the server and in a receiver.
   if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((2 * subscribers + 1024)) ]; then
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -156,7 +137,7 @@ PY
   bound=$((2 * (300 + steps * (2 * seconds + 60)) + 2 * burst + 120))
   gp_log "fan-out: $subscribers subscribers, per-user at $rate/s, shared at $shared_rate/s, ${seconds}s each (at most ${bound}s); raw numbers in $raw"
   local status=0
-  timeout -k 10 "$bound" "$RT_PYTHON" "$ROOT/bench/realtime_fanout.py" run --ws-url "$ws_url" \
+  timeout -k 10 "$bound" "$BENCH_WS_PYTHON" "$ROOT/bench/realtime_fanout.py" run --ws-url "$ws_url" \
     --metrics-url "http://127.0.0.1:$metrics_port/metrics" --owner-url "$SUPER_URL" --server-pid "$SERVER_PID" \
     --postmaster-pid "$PG_MAIN_PID" --users "$WORK/users.json" \
     --per-user-published "$WORK/per-user-readings.sql" --per-user-unpublished "$WORK/per-user-readings_unpublished.sql" \
