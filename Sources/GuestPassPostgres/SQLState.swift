@@ -18,6 +18,10 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let undefinedFunction = SQLState("42883")
     public static let undefinedTable = SQLState("42P01")
     public static let duplicateDatabase = SQLState("42P04")
+    /// Row-level security policies (or rules) that end up querying their own table again.
+    public static let infiniteRecursion = SQLState("42P17")
+    /// `stack depth limit exceeded`: a function or trigger that recurses without end.
+    public static let statementTooComplex = SQLState("54001")
     public static let syntaxError = SQLState("42601")
     public static let cardinalityViolation = SQLState("21000")
     /// `RAISE … USING ERRCODE = 'PGRST'`: PostgREST's code for an error whose message is a PostgREST error code.

@@ -10,6 +10,8 @@ public enum PostgRESTCode {
     public static let functionNotFound = "PGRST202"
     /// 401: the bearer token does not verify.
     public static let invalidToken = "PGRST301"
+    /// 401: the bearer token verifies but its claims refuse it (expired).
+    public static let invalidClaims = "PGRST303"
     /// 400: the query string does not parse.
     public static let queryParse = "PGRST100"
     /// 400: the body is not valid JSON, its objects' keys differ, or its media type is not JSON.
@@ -30,10 +32,14 @@ public enum PostgRESTCode {
     public static let relatedOrderNotToOne = "PGRST118"
     /// 400: an unknown preference under `handling=strict`.
     public static let invalidPreferences = "PGRST122"
+    /// 500: an app's `RAISE SQLSTATE 'PGRST'` whose message or detail is not PostgREST's JSON.
+    public static let raiseNotParsed = "PGRST121"
     /// 400: `select` uses an aggregate (`count()`, `col.sum()`), which PostgREST refuses unless enabled.
     public static let aggregatesNotAllowed = "PGRST123"
     /// 400: more rows affected than `max-affected` allows (`handling=strict`).
     public static let maxAffected = "PGRST124"
+    /// 404: a path of more segments than `/<table>` or `/rpc/<function>`.
+    public static let invalidPath = "PGRST125"
     /// 400: a feature the server does not implement.
     public static let notImplemented = "PGRST127"
     /// 400: no foreign key links the two relations of an embedding.

@@ -35,12 +35,15 @@ struct Authenticator: Sendable {
         do {
             token = try self.tokens.accessToken(bearer, ofApp: grant.appID)
         } catch {
-            switch error {
-            case .expired: throw APIError.unauthorized(GoTrueCode.tokenExpired, "Invalid or expired access token")
-            case .invalid: throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid or expired access token")
-            case .malformed: throw APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
-            case .otherApp: throw APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
-            }
+            var refused =
+                switch error {
+                case .expired: APIError.unauthorized(GoTrueCode.tokenExpired, "Invalid or expired access token")
+                case .invalid: APIError.unauthorized(GoTrueCode.badJwt, "Invalid or expired access token")
+                case .malformed: APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
+                case .otherApp: APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
+                }
+            refused.tokenComplaint = PostgRESTTokenComplaint(bearer: bearer, refusal: error)
+            throw refused
         }
         return Caller(grant: grant, token: token, clientAddress: clientAddress)
     }

@@ -33,6 +33,8 @@ public struct APIError: Error, Sendable {
     public var weakPasswordReasons: [String]?
     /// Storage's legacy `error` name (`not_found`, `Duplicate`, …); set by `StorageFailure`.
     var storageErrorName: String?
+    /// A refused bearer token in PostgREST's words, answered instead of `code` and `message` on `/rest/v1`.
+    var tokenComplaint: PostgRESTTokenComplaint?
 
     public init(
         _ status: HTTPResponse.Status, code: String, message: String, details: String? = nil, hint: String? = nil,
@@ -99,7 +101,9 @@ extension APIError {
     /// PostgREST's codes for what the auth layer and the body parser refuse.
     private var inPostgRESTDialect: APIError {
         var converted = self
-        if self.status == .unauthorized {
+        if let complaint = self.tokenComplaint {
+            converted = APIError(.unauthorized, code: complaint.code, message: complaint.message, details: complaint.details, headers: self.headers)
+        } else if self.status == .unauthorized {
             converted = APIError(.unauthorized, code: PostgRESTCode.invalidToken, message: self.message, headers: self.headers)
         } else if self.code == "bad_json" {
             converted = APIError(.badRequest, code: PostgRESTCode.invalidBody, message: self.message, headers: self.headers)
@@ -165,6 +169,11 @@ extension APIError {
     /// - Client classes are 22, 23, 42, P0, 0A, 2B, 2F, 39 and 44 (400; PostgREST answers 39 and P0 other than P0001
     ///   with 500); every other class is 500, where PostgREST's default is 400 — our SQL raises nothing else on
     ///   purpose, so anything else is our bug, logged, and not the client's to fix.
+    /// - 42P17 (infinite recursion in a policy or rule) and 54001 (stack depth exceeded: a trigger or function that
+    ///   recurses) are PostgREST's 500, but with PostgreSQL's message as PostgREST sends it: they name only the app's
+    ///   own relation or the limit its definitions ran into, which its developer needs to fix them.
+    /// - An app's `RAISE SQLSTATE 'PGRST'` with PostgREST's JSON message and detail answers as it says
+    ///   (`raisedByApp(message:detail:)`).
     /// - A PATCH or DELETE without a filter never reaches SQL: the table routes answer 400 `21000` themselves, as
     ///   Supabase's `safeupdate` would (PostgREST maps that 21000 to 400 too).
     private static func postgREST(_ error: PostgresError, anonymous: Bool, retryAfter: String?) -> APIError {
@@ -185,7 +194,7 @@ extension APIError {
                 return APIError(
                     .badRequest, code: PostgRESTCode.maxAffected, message: "Query result exceeds max-affected preference constraint",
                     details: "The query affects \(rows) rows")
-            default: return APIError(.internalServerError, code: state.rawValue, message: "Unexpected failure")
+            default: return .raisedByApp(message: error.message, detail: error.detail)
             }
         case .insufficientPrivilege:
             // PostgREST: 401 with `WWW-Authenticate: Bearer` for the anonymous role, 403 for a role that authenticated.
@@ -195,6 +204,8 @@ extension APIError {
         case .readOnlySQLTransaction: status = .methodNotAllowed
         case .undefinedFunction, .undefinedTable: status = .notFound
         case .queryCanceled: status = .serviceUnavailable
+        case .infiniteRecursion, .statementTooComplex:
+            return APIError(.internalServerError, code: state.rawValue, message: error.message, details: error.detail, hint: error.hint)
         case _ where state.rawValue.hasPrefix("PT"):
             status = Int(state.rawValue.dropFirst(2)).flatMap { (400...599).contains($0) ? HTTPResponse.Status(code: $0) : nil } ?? .badRequest
         case _ where state.isClientError:
@@ -243,6 +254,11 @@ extension APIError {
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.supabaseErrorCode] = self.code
+        if dialect == .postgREST {
+            // As PostgREST: its charset, and every error's code in `Proxy-Status` (RFC 9209) for proxies and logs.
+            headers[.contentType] = "application/json; charset=utf-8"
+            headers[.proxyStatus] = "PostgREST; error=\(self.code)"
+        }
         if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
         return (headers, data)
     }
@@ -278,6 +294,7 @@ struct PostgRESTErrorBody: Codable {
 extension HTTPField.Name {
     static let supabaseAPIVersion = Self("X-Supabase-Api-Version")!
     static let supabaseErrorCode = Self("x-sb-error-code")!
+    static let proxyStatus = Self("Proxy-Status")!
     static let apiKey = Self("apikey")!
     static let idempotencyKey = Self("Idempotency-Key")!
 }

@@ -25,8 +25,9 @@ enum TableBodyReader {
         let value: JSONValue
         do {
             value = try JSONParser.parse(buffer.readableBytesView)
-        } catch let failure as JSONParser.Failure {
-            throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Empty or invalid json", details: failure.description)
+        } catch is JSONParser.Failure {
+            // PostgREST's words exactly (no details): aeson's position would not be ours anyway.
+            throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Empty or invalid json")
         }
         let rows: [[String: JSONValue]]
         switch value {

@@ -29,6 +29,14 @@ struct TableRoutes: Sendable {
         for method in [HTTPRequest.Method.get, .head, .post, .patch, .delete] {
             group.on(":table", method: method) { request, context in try await self.serve(request, context, method: method) }
         }
+        // A deeper path (`/rest/v1/a/b`, `/rest/v1/rpc/f/x`) names no resource: PostgREST's 404, with or without a key,
+        // as an unknown path is.
+        let deeper = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
+        for method in [HTTPRequest.Method.get, .head, .post, .patch, .delete, .put, .options] {
+            deeper.on(":table/**", method: method) { _, _ -> Response in
+                throw APIError(.notFound, code: PostgRESTCode.invalidPath, message: "Invalid path specified in request URL")
+            }
+        }
         for method in [HTTPRequest.Method.put, .trace, .connect, .options] {
             group.on(":table", method: method) { request, _ -> Response in
                 throw APIError(
@@ -98,11 +106,16 @@ struct TableRoutes: Sendable {
             hint: "Add a filter (for example ?id=eq.<id>); to change every row, filter on a column that is never null")
     }
 
-    /// 404 `PGRST205`, with the closest name as PostgREST's hint.
+    /// 404 `PGRST205`, with the closest name as PostgREST's hint: only one at least 75 % similar (one edit in four
+    /// characters of the longer name, as PostgREST's fuzzy set scores it), so a short guess is not answered with a
+    /// table it merely resembles (`fake` → `fee`).
     private static func tableNotFound(_ schema: String, _ name: String, _ catalog: RelationCatalog) -> APIError {
         let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name)
         let closest = names.min { editDistance($0, name) < editDistance($1, name) }
-        let hint = closest.flatMap { editDistance($0, name) <= max(2, name.count / 3) ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
+        let hint = closest.flatMap {
+            4 * editDistance($0, name) <= max($0.unicodeScalars.count, name.unicodeScalars.count)
+                ? "Perhaps you meant the table '\(schema).\($0)'" : nil
+        }
         return APIError(
             .notFound, code: PostgRESTCode.tableNotFound, message: "Could not find the table '\(schema).\(name)' in the schema cache", hint: hint)
     }

@@ -81,6 +81,10 @@ extension RelationCatalog {
                 guard let hint else { return true }
                 return key.name == hint || key.columns == [hint] || key.referencedColumns == [hint]
             }
+            if key.isSelfReference {
+                if key.schema == parent.schema, key.table == parent.name { candidates += self.selfRelationships(parent, key, name: name, hint: hint) }
+                continue
+            }
             if key.schema == parent.schema, key.table == parent.name,
                 let target = self.relation(schema: key.referencedSchema, name: key.referencedTable),
                 target.name == name || key.name == name || key.columns == [name], matchesHint(hint)
@@ -123,6 +127,29 @@ extension RelationCatalog {
             details: details,
             hint: "Try changing '\(name)' to one of the following: \(choices). Find the desired relationship in the 'details' key."
         )
+    }
+
+    /// The relationships a self-referencing foreign key gives `parent` (a table whose key references the table itself,
+    /// `web_content.p_web_id → web_content.id`): one key, two directions, told apart as PostgREST does (`findRel`):
+    /// the table's own name is the children (to-many: the rows whose key holds this row's id, `web_content(name)`),
+    /// the key's single column the parent (to-one, `parent:p_web_id(name)`); with a hint, the table's name and the key's
+    /// single column as hint name the children (`auditees:organizations!auditor(*)`). The key's name chooses neither.
+    private func selfRelationships(_ parent: Relation, _ key: ForeignKey, name: String, hint: String?) -> [Relationship] {
+        var found: [Relationship] = []
+        if hint == nil, key.columns == [name] {
+            found.append(
+                Relationship(
+                    foreignKey: key, target: parent, cardinality: .manyToOne,
+                    link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) })))
+        }
+        if parent.name == name, hint == nil || key.columns == [hint] {
+            let unique = parent.uniqueKeys.contains(Set(key.columns))
+            found.append(
+                Relationship(
+                    foreignKey: key, target: parent, cardinality: unique ? .oneToOne : .oneToMany,
+                    link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) })))
+        }
+        return found
     }
 
     /// The computed relationship `name` of `parent`: a function of the exposed schemas taking `parent`'s row.

@@ -77,6 +77,9 @@ public struct ForeignKey: Sendable, Decodable {
     public let referencedTable: String
     public let referencedColumns: [String]
 
+    /// The key references its own table (a tree: `p_web_id → id`).
+    var isSelfReference: Bool { self.schema == self.referencedSchema && self.table == self.referencedTable }
+
     enum CodingKeys: String, CodingKey {
         case name, schema, table, columns
         case referencedSchema = "referenced_schema"

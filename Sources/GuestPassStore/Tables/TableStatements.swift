@@ -222,7 +222,9 @@ public enum TableStatements {
     {
         let wantsRows = plan.returnsRepresentation || plan.returnsHeadersOnly
         let inserted = countsInserts ? ", (\(table).xmax::text = '0') AS pgrst_inserted" : ""
-        let returning = wantsRows ? " RETURNING \(table).*\(inserted)" : " RETURNING 1\(countsInserts ? inserted : "")"
+        let returned = try plan.returnsRepresentation ? plan.returnedColumns() : nil
+        let rows = returned.map { $0.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ") } ?? "\(table).*"
+        let returning = wantsRows ? " RETURNING \(rows)\(inserted)" : " RETURNING 1\(countsInserts ? inserted : "")"
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
         var body = "NULL::text"
         var list = "1"
