@@ -39,6 +39,20 @@ struct Relationship {
 
     var isToOne: Bool { self.cardinality == .manyToOne || self.cardinality == .oneToOne }
 
+    /// From the table holding `key` to the row it references (`target`): many-to-one.
+    static func toReferenced(by key: ForeignKey, target: Relation) -> Relationship {
+        Relationship(
+            foreignKey: key, target: target, cardinality: .manyToOne,
+            link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) }))
+    }
+
+    /// From the referenced table to the rows of `target` holding `key`: one-to-many, or one-to-one on a unique key.
+    static func toReferencing(by key: ForeignKey, target: Relation) -> Relationship {
+        Relationship(
+            foreignKey: key, target: target, cardinality: target.uniqueKeys.contains(Set(key.columns)) ? .oneToOne : .oneToMany,
+            link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) }))
+    }
+
     /// The junction table, for a many-to-many relationship.
     var junction: Junction? {
         guard case .junction(let junction) = self.link else { return nil }
@@ -89,19 +103,12 @@ extension RelationCatalog {
                 let target = self.relation(schema: key.referencedSchema, name: key.referencedTable),
                 target.name == name || key.name == name || key.columns == [name], matchesHint(hint)
             {
-                candidates.append(
-                    Relationship(
-                        foreignKey: key, target: target, cardinality: .manyToOne,
-                        link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) })))
+                candidates.append(.toReferenced(by: key, target: target))
             }
             if key.referencedSchema == parent.schema, key.referencedTable == parent.name,
                 let target = self.relation(schema: key.schema, name: key.table), target.name == name || key.name == name, matchesHint(hint)
             {
-                let unique = target.uniqueKeys.contains(Set(key.columns))
-                candidates.append(
-                    Relationship(
-                        foreignKey: key, target: target, cardinality: unique ? .oneToOne : .oneToMany,
-                        link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) })))
+                candidates.append(.toReferencing(by: key, target: target))
             }
         }
         candidates += self.manyToMany(from: parent, to: name, junctionHint: hint)
@@ -136,19 +143,8 @@ extension RelationCatalog {
     /// single column as hint name the children (`auditees:organizations!auditor(*)`). The key's name chooses neither.
     private func selfRelationships(_ parent: Relation, _ key: ForeignKey, name: String, hint: String?) -> [Relationship] {
         var found: [Relationship] = []
-        if hint == nil, key.columns == [name] {
-            found.append(
-                Relationship(
-                    foreignKey: key, target: parent, cardinality: .manyToOne,
-                    link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) })))
-        }
-        if parent.name == name, hint == nil || key.columns == [hint] {
-            let unique = parent.uniqueKeys.contains(Set(key.columns))
-            found.append(
-                Relationship(
-                    foreignKey: key, target: parent, cardinality: unique ? .oneToOne : .oneToMany,
-                    link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) })))
-        }
+        if hint == nil, key.columns == [name] { found.append(.toReferenced(by: key, target: parent)) }
+        if parent.name == name, hint == nil || key.columns == [hint] { found.append(.toReferencing(by: key, target: parent)) }
         return found
     }
 
