@@ -156,7 +156,7 @@ let package = Package(
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
                 "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol", "StorageProtocol", "GuestPassObjectStore",
                 .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
-                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat,
+                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat, .nioPosix,
             ],
             resources: [.copy("HTTP/openapi.json")]
         ),
@@ -217,7 +217,7 @@ let package = Package(
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
                 "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations", "RealtimeProtocol",
-                .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat,
+                .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat, .nioPosix,
             ]
         ),
     ]
