@@ -156,7 +156,7 @@ let package = Package(
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
                 "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol", "StorageProtocol", "GuestPassObjectStore",
                 .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
-                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat,
+                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat, .nioPosix,
             ],
             resources: [.copy("HTTP/openapi.json")]
         ),
@@ -168,14 +168,18 @@ let package = Package(
                 .logging,
             ]
         ),
-        /// The `guestpass` command line: serve, migrate, keys, apps, dev.
+        /// Stamps the target it is applied to with the git commit being built (`let buildCommit: String?`): a build command
+        /// with git's HEAD files as inputs (Plugins/BuildCommit/BuildCommit.swift says why this way).
+        .plugin(name: "BuildCommit", capability: .buildTool(), exclude: ["build-commit.sh"]),
+        /// The `guestpass` command line: serve, migrate, keys, apps, dev; `--version` with the commit (`BuildCommit`).
         .executableTarget(
             name: "GuestPassCLI",
             dependencies: [
                 "GuestPassApp", "GuestPassStore", "GuestPassMigrations", "GuestPassPostgres", "GuestPassCrypto", "GuestPassDeviceCheckStandIn",
                 "GuestPassAppleStandIn", "GuestPassDevStack", "GuestPassMail", "GuestPassObjectStore",
                 .argumentParser, .hummingbird, .metrics, .prometheus, .logging, .nioCore, .nioPosix, .serviceLifecycle, .unixSignals,
-            ]
+            ],
+            plugins: ["BuildCommit"]
         ),
         /// Throwaway databases and clusters for the tests (never linked into the binary).
         .target(name: "GuestPassTestSupport", dependencies: ["GuestPassPostgres", "GuestPassDevStack", .logging]),
@@ -217,13 +221,13 @@ let package = Package(
             dependencies: [
                 "GuestPassApp", "GuestPassPostgres", "GuestPassTestSupport", "GuestPassDeviceCheckStandIn", "GuestPassCrypto",
                 "GuestPassJSON", "GuestPassStore", "GuestPassDevStack", "GuestPassMigrations", "CoreMigrations", "RealtimeProtocol",
-                .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat,
+                .hummingbirdTesting, .httpTypes, .nioFoundationEssentialsCompat, .nioPosix,
             ]
         ),
     ]
 )
 
-// Every Swift target builds with the same settings (system library targets have none).
-for target in package.targets where target.type != .system {
+// Every Swift target builds with the same settings (system library and plugin targets take none).
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = swiftSettings
 }

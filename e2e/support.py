@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import socket
+import subprocess
 import time
 
 from supabase import ClientOptions, create_client
@@ -18,6 +20,7 @@ from conftest import App, Database, api_headers, new_device_secret, run
 RAW_TIMEOUT = 5.0  # seconds a raw request may take, end to end
 VERSION = "2024-01-01"  # the X-Supabase-Api-Version the SDKs send; GoTrue echoes it on errors
 TOKEN_PATH = "/auth/v1/token?grant_type=refresh_token"
+VERSION_LINE = re.compile(r"^guestpass (\S+) \(commit ([0-9a-f]{7,40}|unknown)\)$")  # `guestpass --version`
 
 
 def create_app(database: Database, name: str) -> App:
@@ -152,3 +155,13 @@ def assert_error(response, status, code, echoed=True):
         assert response.headers.get("x-supabase-api-version") == VERSION
     else:
         assert "x-supabase-api-version" not in response.headers
+
+
+def guestpass_version(binary: str) -> tuple[str, str]:
+    """`binary --version`: its version number and the commit it was built from (`unknown` outside a git checkout);
+    the line's shape is asserted."""
+    proc = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    match = VERSION_LINE.fullmatch(proc.stdout.removesuffix("\n"))
+    assert match, f"not `guestpass <version> (commit <hash>|unknown)`: {proc.stdout!r}"
+    return match.group(1), match.group(2)

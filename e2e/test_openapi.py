@@ -22,7 +22,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 
 from conftest import psql
-from support import guest_headers, sign_up_guest
+from support import guest_headers, guestpass_version, sign_up_guest
 from test_welcome_grant import create_grant_app, standin  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +37,7 @@ CHECKS = "all"  # every check; e2e/schemathesis.toml adjusts a few per operation
 CONFIG = Path(__file__).resolve().parent / "schemathesis.toml"
 CLIENT_ADDRESS = "198.51.100.13"  # the fuzzer's address for the per-client buckets (GUESTPASS_TRUSTED_PROXY_HEADER)
 METRICS_SOURCE = "ServiceMetrics.swift"
+VERSION_PLACEHOLDER = "GuestPassVersion.number"  # the file's info.version (OpenAPIDocument.versionPlaceholder)
 DESTRUCTIVE = ("/auth/v1/logout", "/v1/account/delete")  # end the guest's session: only in the second run
 
 
@@ -100,10 +101,14 @@ def source_routes() -> set[tuple[str, str]]:
     return routes
 
 
-def test_the_served_document_is_valid_openapi_31_and_the_one_beside_the_code(served):
+def test_the_served_document_is_valid_openapi_31_and_the_one_beside_the_code(served, database):
     assert served["openapi"].startswith("3.1")
     validate(served, cls=OpenAPIV31SpecValidator)
-    assert served == json.loads(DOCUMENT.read_text()), "the server serves the document kept beside the code"
+    kept = json.loads(DOCUMENT.read_text())
+    # info.version has one home, GuestPassVersion.number: the file names it, the server writes the number in.
+    assert kept["info"]["version"] == VERSION_PLACEHOLDER
+    kept["info"]["version"] = guestpass_version(database.bin)[0]
+    assert served == kept, "the server serves the document kept beside the code, with the version `--version` prints"
 
 
 def test_every_route_in_the_sources_is_documented(served):

@@ -83,8 +83,8 @@ public struct AppConfiguration: Sendable {
         self.init(databaseURL: url, auth: try AuthConfiguration(environment: environment))
         if let readURL = environment["GUESTPASS_DATABASE_READ_URL"], !readURL.isEmpty { self.databaseReadURL = readURL }
         self.databasePoolMode = try Self.poolMode(environment: environment)
-        if let host = environment["GUESTPASS_HOST"], !host.isEmpty { self.host = host }
-        if let value = try Self.number(environment, "GUESTPASS_PORT", in: 0...65535, "a port number") { self.port = value }
+        if let host = environment[ListenerVariable.host], !host.isEmpty { self.host = host }
+        if let value = try Self.number(environment, ListenerVariable.port, in: 0...65535, "a port number") { self.port = value }
         if let value = try Self.number(environment, "GUESTPASS_DB_POOL_SIZE", in: 1...Int.max, "a positive number") { self.databasePoolSize = value }
         self.exposedSchemas = try Self.exposedSchemas(environment["GUESTPASS_DB_SCHEMAS"])
         if let value = try Self.number(environment, "GUESTPASS_DB_ACQUIRE_TIMEOUT", in: 1...600, "a number of seconds in 1...600") {
@@ -102,13 +102,13 @@ public struct AppConfiguration: Sendable {
         if let value = try Self.number(environment, "GUESTPASS_SHUTDOWN_DRAIN_MS", in: 0...60_000, "a number of milliseconds in 0...60000") {
             self.shutdownDrain = .milliseconds(value)
         }
-        if let address = environment["GUESTPASS_METRICS_ADDRESS"], !address.isEmpty {
+        if let address = environment[ListenerVariable.metricsAddress], !address.isEmpty {
             if address == "off" {
                 self.metricsAddress = nil
             } else {
                 guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
                     (0...65535).contains(port), colon > address.startIndex
-                else { throw ConfigurationError("GUESTPASS_METRICS_ADDRESS must be host:port or off, got \(address)") }
+                else { throw ConfigurationError("\(ListenerVariable.metricsAddress) must be host:port or off, got \(address)") }
                 self.metricsAddress = (String(address[..<colon]), port)
             }
         }

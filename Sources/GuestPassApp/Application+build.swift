@@ -57,8 +57,10 @@ public func buildApplication(
         services.append(readPool)
         pools.append((name: "read", pool: readPool))
     }
-    if let registry = configuration.metricsRegistry, let address = configuration.metricsAddress {
-        services.append(buildMetricsServer(registry: registry, pools: pools, host: address.host, port: address.port, logger: logger))
+    if let registry = configuration.metricsRegistry, let listener = configuration.metricsListener {
+        services.append(
+            ListenerService(
+                buildMetricsServer(registry: registry, pools: pools, host: listener.host, port: listener.port, logger: logger), listener: listener))
     }
     // The Realtime socket's upgrade is decided by a router of its own; what it refuses falls through to `router`.
     let webSocketRouter = Router(context: AppRequestContext.self)

@@ -25,7 +25,7 @@ struct AppleStandInCommand: AsyncParsableCommand {
         }
         let state = try AppleStandInState(clientKey: clientKey)
         let app = buildAppleStandIn(host: self.host, port: self.port, state: state, logger: logger)
-        try await app.runService()
+        try await runStandIn(app, listener: .standIn(Self.configuration, host: self.host, port: self.port), logger: logger)
     }
 }
 

@@ -24,6 +24,6 @@ struct DeviceCheckStandInCommand: AsyncParsableCommand {
         var configuration = StandInConfiguration(host: self.host, port: self.port, teamID: self.teamId, keyID: self.keyId, publicKey: publicKey)
         configuration.latency = .milliseconds(max(0, self.latencyMs))
         let app = buildDeviceCheckStandIn(configuration: configuration, logger: logger)
-        try await app.runService()
+        try await runStandIn(app, listener: .standIn(Self.configuration, host: self.host, port: self.port), logger: logger)
     }
 }

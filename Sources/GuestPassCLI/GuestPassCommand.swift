@@ -10,6 +10,7 @@ struct GuestPassCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "guestpass",
         abstract: "Guest identity, quotas and row-level security for mobile apps, over PostgreSQL.",
+        version: versionLine,
         subcommands: [
             ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self,
             AppleStandInCommand.self, PruneCommand.self,

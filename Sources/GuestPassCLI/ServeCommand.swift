@@ -20,6 +20,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
         let logger = bootstrapLogging(label: "guestpass", level: configuration.logLevel)
+        // Every listener's address first: a taken one stops here, named (`ListenerError`), before anything listens.
+        for listener in configuration.listeners { try await listener.checkAvailable() }
         if configuration.metricsAddress != nil {
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -32,7 +34,10 @@ struct ServeCommand: AsyncParsableCommand {
         // stops accepting connections and finishes the requests in flight; then the pool closes.
         let group = ServiceGroup(
             configuration: .init(
-                services: [app, ShutdownDrain(gate: configuration.readiness, drain: configuration.shutdownDrain)],
+                services: [
+                    ListenerService(app, listener: configuration.apiListener),
+                    ShutdownDrain(gate: configuration.readiness, drain: configuration.shutdownDrain),
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger
             )
         )

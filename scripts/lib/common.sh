@@ -61,3 +61,28 @@ v = json.load(open(sys.argv[1]))
 for k in sys.argv[2:]: v = v[int(k)] if isinstance(v, list) else v[k]
 print(v)' "$@"
 }
+
+# gp_pick_port HOST PORT: PORT when HOST:PORT can be bound now (as guestpass binds it: SO_REUSEADDR), else a port the
+# system finds free on HOST; PORT 0 asks for the latter. A check, not a reservation: another process can take the port
+# before the server binds it (the server then stops, naming the listener and its variable). Without python3 it prints
+# PORT (the server's own bind error then says it).
+gp_pick_port() {
+  command -v python3 >/dev/null 2>&1 || { printf '%s\n' "$2"; return 0; }
+  python3 - "$1" "$2" <<'PY'
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+def bind(port):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        return s.getsockname()[1]
+try:
+    print(bind(port))
+except OSError:
+    print(bind(0))
+PY
+}
+
+# gp_port_free HOST PORT: whether HOST:PORT can be bound now (see gp_pick_port); port 0 always can.
+gp_port_free() { [ "$2" = 0 ] || [ "$(gp_pick_port "$1" "$2")" = "$2" ]; }
