@@ -17,6 +17,8 @@ struct TableRequest {
     let preferences: Preferences
     let mediaType: TableMediaType
     let stripNulls: Bool
+    /// PostgREST's canonical query string, for a read's `Content-Location` (the `apikey` pair left out).
+    let canonicalQuery: String
     /// `Range: 0-9` (GET only), intersected with `limit`/`offset` by `range`.
     let rangeHeader: (offset: Int, limit: Int?)?
 
@@ -39,6 +41,7 @@ struct TableRequest {
     init(_ request: Request, name: String, schema: String, pairs: [(key: String, value: String)], method: HTTPRequest.Method) throws {
         self.name = name
         self.schema = schema
+        self.canonicalQuery = QueryGrammar.canonical(pairs.filter { $0.key != "apikey" })
         do {
             self.query = try QueryGrammar.parse(pairs)
         } catch {

@@ -57,7 +57,9 @@ struct TableRoutes: Sendable {
             catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: action,
             mediaType: parsed.mediaType, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit
         )
-        let response = TableResponse(plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1)
+        let response = TableResponse(
+            plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1,
+            contentLocation: "/" + parsed.name + (parsed.canonicalQuery.isEmpty ? "" : "?" + parsed.canonicalQuery))
         let statement: PostgresStatement
         switch action {
         case .read:
@@ -76,7 +78,9 @@ struct TableRoutes: Sendable {
             statement = try TableStatements.delete(plan)
         }
         let identity = context.caller.identity
-        let statements = TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
+        let statements =
+            [RequestSearchPath.statement(schema: parsed.schema, extra: self.catalog.extraSearchPath)]
+            + TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
         let results: [PostgresResult]
         if case .read = action {
             results = try await self.reads.run(identity, statements)
