@@ -16,7 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import SESSION_WORKDIRS, App, Database, Server, _require_env, api_headers, new_device_secret, run
+from conftest import (
+    AUDIT_VOLUME_EXEMPT, SESSION_WORKDIRS, App, Database, Server, _require_env, api_headers, new_device_secret, run,
+)
 from postgrest_spec_support import DEFAULT_SERVER_ENV, all_cases, load_fixture, mismatches, request, restore, spec_files
 
 CASES = all_cases()
@@ -32,6 +34,7 @@ def spec_database(tmp_path_factory) -> Database:
     name = f"guestpass_pgrst_{os.getpid()}_{secrets.token_hex(3)}"
     workdir = tmp_path_factory.mktemp("postgrest-spec")
     SESSION_WORKDIRS.append(workdir)
+    AUDIT_VOLUME_EXEMPT.add(workdir)
     stack = json.loads(run([binary, "dev", "up", "--database-url", admin_url, "--database", name, "--app", "spec",
                             "--key-file", str(workdir / "jwt-signing-key.pem"), "--json"]))
     try:

@@ -23,11 +23,13 @@ enum QueryString {
             if values[pair.key] == nil { keys.append(pair.key) }
             values[pair.key, default: []].append(pair.value)
         }
-        return keys.enumerated().sorted { ($0.element, $0.offset) < ($1.element, $1.offset) }.map { _, key in
+        // By code point, as Haskell compares strings.
+        return keys.sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }.map { key in
             Self.encode(key) + "=" + values[key, default: []].map(Self.encode).joined(separator: ",")
         }.joined(separator: "&")
     }
 
+    /// `text`'s UTF-8 bytes, each but an unreserved one (`A-Z a-z 0-9 - _ . ~`) as `%XX`.
     private static func encode(_ text: String) -> String {
         var encoded = ""
         for byte in text.utf8 {

@@ -137,8 +137,8 @@ struct RPCRoutes: Sendable {
     }
 
     /// The table grammar's plan over the function's rows, or nil when the request does not shape them (no grammar
-    /// pair, plain JSON accepted, no count and no `Range` asked for) or the function answers no rows of known columns: the call is then
-    /// answered as it is.
+    /// pair, plain JSON accepted, no count and no `Range` asked for) or the function answers no rows of known
+    /// columns: the call is then answered as it is.
     private func shapedPlan(
         _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool, head: Bool
     ) throws -> TablePlan? {

@@ -59,7 +59,7 @@ struct TableRoutes: Sendable {
         )
         let response = TableResponse(
             plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1,
-            contentLocation: "/" + parsed.name + (parsed.canonicalQuery.isEmpty ? "" : "?" + parsed.canonicalQuery))
+            contentLocation: method == .get || method == .head ? parsed.contentLocation : nil)
         let statement: PostgresStatement
         switch action {
         case .read:

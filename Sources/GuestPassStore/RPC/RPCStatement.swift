@@ -5,8 +5,8 @@ public import GuestPassPostgres
 /// The SQL of one RPC call: the function's catalog entry (names, types, result shape) and the request's values,
 /// which are always bound as parameters, never spliced in. Throws `PostgRESTRefusal` for an argument it cannot bind.
 public enum RPCStatement {
-    /// `SELECT <shape>(schema.fn(name => $1::type, …)), <rows>`: names and types come from the catalog, values are bound.
-    /// The second column is the number of rows answered (1 for a scalar or one row), for `Content-Range`.
+    /// `SELECT <shape>(schema.fn(name => $1::type, …)), <rows>`: names and types come from the catalog, values are
+    /// bound. The second column is the number of rows answered (1 for a scalar or one row), for `Content-Range`.
     public static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
         let (call, parameters) = try self.call(function, arguments)
         let sql: String
