@@ -102,11 +102,16 @@ struct TableRoutes: Sendable {
             hint: "Add a filter (for example ?id=eq.<id>); to change every row, filter on a column that is never null")
     }
 
-    /// 404 `PGRST205`, with the closest name as PostgREST's hint.
+    /// 404 `PGRST205`, with the closest name as PostgREST's hint when it is as similar as PostgREST asks of its fuzzy
+    /// match (at least 0.75: one minus the edit distance over the longer name's length, case ignored).
     private static func tableNotFound(_ schema: String, _ name: String, _ catalog: RelationCatalog) -> APIError {
         let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name)
-        let closest = names.min { editDistance($0, name) < editDistance($1, name) }
-        let hint = closest.flatMap { editDistance($0, name) <= max(2, name.count / 3) ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
+        let similarity = { (candidate: String) -> Double in
+            let longer = max(candidate.unicodeScalars.count, name.unicodeScalars.count, 1)
+            return 1 - Double(editDistance(candidate.lowercased(), name.lowercased())) / Double(longer)
+        }
+        let closest = names.max { similarity($0) < similarity($1) }
+        let hint = closest.flatMap { similarity($0) >= 0.75 ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
         return APIError(
             .notFound, code: PostgRESTCode.tableNotFound, message: "Could not find the table '\(schema).\(name)' in the schema cache", hint: hint)
     }
