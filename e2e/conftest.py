@@ -218,6 +218,9 @@ class Database:
 
 
 SESSION_WORKDIRS: list[Path] = []
+# Workdirs of a database of their own whose servers see a few hundred requests (the PostgREST spec suite's): audited
+# for secrets like every other, but too small for the whole suite's "plentiful logs" check.
+AUDIT_VOLUME_EXEMPT: set[Path] = set()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -226,7 +229,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     whole_suite = session.testscollected > 200 and not session.config.option.keyword and not session.config.option.markexpr
     for workdir in SESSION_WORKDIRS:
-        problems = audit(workdir, DEVICE_SECRETS | USED_SECRETS, whole_suite, codes=MAILED_CODES)
+        problems = audit(
+            workdir, DEVICE_SECRETS | USED_SECRETS, whole_suite and workdir not in AUDIT_VOLUME_EXEMPT, codes=MAILED_CODES
+        )
         if problems:
             print(f"\nLOG AUDIT FAILED ({workdir}): {problems[:20]}")
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

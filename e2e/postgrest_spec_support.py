@@ -9,6 +9,8 @@ statement by statement and is named in KNOWN_LOAD_ERRORS; any other error stops 
 A case file (e2e/postgrest_spec/cases/*.json) ports one hspec file:
 
     {"spec": "test/spec/Feature/Query/InsertSpec.hs",
+     "server_env": {"GUESTPASS_DB_SCHEMAS": "v1,v2"},     optional: the server's settings, over DEFAULT_SERVER_ENV
+                                                          (PostgREST's config for the file: see test/spec/Main.hs)
      "not_ported": [{"it": "...", "why": "..."}],          every `it` of the file left out, and why
      "cases": [case, ...]}
 
@@ -55,6 +57,9 @@ KNOWN_LOAD_ERRORS = re.compile(
     r'|type test\.(lines|shop_bles) does not exist|relation "(shops|shop_bles|lines)" does not exist'
 )
 REST = "/rest/v1/"
+# PostgREST's baseCfg: the fixture's `test` schema exposed, no extra search path. A file's "server_env" is laid over
+# it; one server runs per distinct environment, started when its first case runs.
+DEFAULT_SERVER_ENV = {"GUESTPASS_DB_SCHEMAS": "test", "GUESTPASS_DB_EXTRA_SEARCH_PATH": ""}
 WRITE_METHODS_SAFE = ("GET", "HEAD")
 
 
@@ -89,18 +94,21 @@ class SpecFile:
     spec: str
     cases: list[dict[str, Any]]
     not_ported: list[dict[str, str]]
+    server_env: dict[str, str]
 
 
 def spec_files() -> list[SpecFile]:
     files = []
     for path in sorted((HERE / "cases").glob("*.json")):
         document = json.loads(path.read_text())
-        files.append(SpecFile(path, document["spec"], document["cases"], document.get("not_ported", [])))
+        files.append(SpecFile(path, document["spec"], document["cases"], document.get("not_ported", []),
+                              {**DEFAULT_SERVER_ENV, **document.get("server_env", {})}))
     return files
 
 
 def all_cases() -> list[dict[str, Any]]:
-    return [dict(case, file=file.path.name, spec=file.spec) for file in spec_files() for case in file.cases]
+    return [dict(case, file=file.path.name, spec=file.spec, server_env=file.server_env)
+            for file in spec_files() for case in file.cases]
 
 
 def request(http: httpx.Client, base_url: str, headers: dict[str, str], case: dict[str, Any]) -> httpx.Response:

@@ -16,8 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import SESSION_WORKDIRS, App, Database, Server, _require_env, api_headers, new_device_secret, run
-from postgrest_spec_support import all_cases, load_fixture, mismatches, request, restore, spec_files
+from conftest import (
+    AUDIT_VOLUME_EXEMPT, SESSION_WORKDIRS, App, Database, Server, _require_env, api_headers, new_device_secret, run,
+)
+from postgrest_spec_support import DEFAULT_SERVER_ENV, all_cases, load_fixture, mismatches, request, restore, spec_files
 
 CASES = all_cases()
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -32,6 +34,7 @@ def spec_database(tmp_path_factory) -> Database:
     name = f"guestpass_pgrst_{os.getpid()}_{secrets.token_hex(3)}"
     workdir = tmp_path_factory.mktemp("postgrest-spec")
     SESSION_WORKDIRS.append(workdir)
+    AUDIT_VOLUME_EXEMPT.add(workdir)
     stack = json.loads(run([binary, "dev", "up", "--database-url", admin_url, "--database", name, "--app", "spec",
                             "--key-file", str(workdir / "jwt-signing-key.pem"), "--json"]))
     try:
@@ -43,19 +46,28 @@ def spec_database(tmp_path_factory) -> Database:
 
 
 @pytest.fixture(scope="module")
-def spec_server(spec_database):
-    server = Server(spec_database, "postgrest-spec", {"GUESTPASS_DB_SCHEMAS": "test"}).start()
+def spec_servers(spec_database):
+    """One server per distinct `server_env` of the case files, each started when a case first needs it."""
+    servers: dict[str, Server] = {}
+
+    def server_for(env: dict[str, str]) -> Server:
+        key = json.dumps(env, sort_keys=True)
+        if key not in servers:
+            servers[key] = Server(spec_database, f"postgrest-spec-{len(servers)}", env).start()
+        return servers[key]
+
     try:
-        yield server
+        yield server_for
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
 
 
 @pytest.fixture(scope="module")
-def identities(spec_server, spec_database) -> dict[str, dict[str, str]]:
-    """Each case's `as`: its headers."""
+def identities(spec_servers, spec_database) -> dict[str, dict[str, str]]:
+    """Each case's `as`: its headers (the servers share the database and its keys, so one sign-up serves all)."""
     app = spec_database.apps[0]
-    signed_up = httpx.post(spec_server.url + "/auth/v1/signup", headers=api_headers(app),
+    signed_up = httpx.post(spec_servers(DEFAULT_SERVER_ENV).url + "/auth/v1/signup", headers=api_headers(app),
                            json={"data": {"device_id": new_device_secret()}}, timeout=10)
     assert signed_up.status_code == 200, signed_up.text
     token = signed_up.json()["access_token"]
@@ -95,11 +107,12 @@ def test_at_most_two_percent_of_the_counted_cases_differ_from_postgrest():
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{case['file']}:{case['line']}" for case in CASES])
-def test_case(case, spec_server, spec_database, identities):
+def test_case(case, spec_servers, spec_database, identities):
     expect = case.get("differs", case.get("unserved", {})).get("guestpass", case["expect"])
+    server = spec_servers(case["server_env"])
     with httpx.Client(timeout=10) as http:
         try:
-            response = request(http, spec_server.url, identities[case.get("as", "anon")], case)
+            response = request(http, server.url, identities[case.get("as", "anon")], case)
         finally:
             if case.get("method", "GET") not in ("GET", "HEAD"):
                 restore(spec_database.super_url)

@@ -7,13 +7,44 @@ import pytest
 from postgrest.exceptions import APIError
 from supabase import ClientOptions, create_client
 
-from conftest import new_device_secret
+from conftest import new_device_secret, psql
 
 
 def signed_in_client(server, app):
     client = create_client(server.url, app.publishable_key, ClientOptions(auto_refresh_token=False, persist_session=False))
     client.auth.sign_in_anonymously({"options": {"data": {"device_id": new_device_secret()}}})
     return client
+
+
+SECOND_SCHEMA = "rpc_second"
+SECOND_SQL = f"""
+set check_function_bodies = off;  -- the bodies name their tables unqualified, as a second schema's functions may
+create schema if not exists {SECOND_SCHEMA};
+create table if not exists {SECOND_SCHEMA}.notes (id integer primary key, body text not null);
+insert into {SECOND_SCHEMA}.notes values (1, 'first'), (2, 'second') on conflict do nothing;
+create or replace function {SECOND_SCHEMA}.note_count() returns bigint language sql stable as $$ select count(*) from notes $$;
+create or replace function {SECOND_SCHEMA}.my_reading_count() returns bigint language sql stable
+    as $$ select count(*) from readings $$;
+grant usage on schema {SECOND_SCHEMA} to anon, authenticated;
+grant select on {SECOND_SCHEMA}.notes to anon, authenticated;
+grant execute on all functions in schema {SECOND_SCHEMA} to anon, authenticated;
+"""
+
+
+def test_rpc_of_a_second_schema_finds_tables_by_the_request_search_path(start_server, database, app):
+    """Issue 35 group 11: a function of a second exposed schema that names its tables unqualified runs with the
+    request's schema first in `search_path`, then GUESTPASS_DB_EXTRA_SEARCH_PATH (`public`), as PostgREST runs it."""
+    psql(database.super_url, SECOND_SQL)
+    srv = start_server(
+        "rpc-second-schema", GUESTPASS_SIGNUP_BURST="1000", GUESTPASS_SIGNUP_RATE_PER_HOUR="100000",
+        GUESTPASS_DB_SCHEMAS=f"public,{SECOND_SCHEMA}",
+    )
+    client = signed_in_client(srv, app)
+    second = client.schema(SECOND_SCHEMA)
+    assert second.rpc("note_count", {}).execute().data == 2
+    assert second.table("notes").select("body").order("id").execute().data == [{"body": "first"}, {"body": "second"}]
+    client.rpc("add_reading", {"p_kind": "palm", "p_content": {}}).execute()
+    assert second.rpc("my_reading_count", {}).execute().data == 1, "public follows the request's schema"
 
 
 def test_rpc_result_shapes(server, app):

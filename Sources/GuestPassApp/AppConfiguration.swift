@@ -27,6 +27,9 @@ public struct AppConfiguration: Sendable {
     /// Schemas whose functions (`/rest/v1/rpc`) and tables (`/rest/v1/<table>`) are exposed (`GUESTPASS_DB_SCHEMAS`,
     /// default `public`).
     public var exposedSchemas: [String] = ["public"]
+    /// The schemas after the request's own in its `search_path` (`GUESTPASS_DB_EXTRA_SEARCH_PATH`, comma-separated,
+    /// default `public`; PostgREST's `db-extra-search-path`): where extensions' types, operators and functions live.
+    public var extraSearchPath: [String] = ["public"]
     /// The shortest time between two catalog reloads that a request naming an unknown function may cause
     /// (`GUESTPASS_DB_CATALOG_RETRY_MS`, milliseconds, default 1000; 0 = whenever none is running).
     public var catalogRetryInterval: Duration = .seconds(1)
@@ -87,6 +90,9 @@ public struct AppConfiguration: Sendable {
         if let value = try Self.number(environment, ListenerVariable.port, in: 0...65535, "a port number") { self.port = value }
         if let value = try Self.number(environment, "GUESTPASS_DB_POOL_SIZE", in: 1...Int.max, "a positive number") { self.databasePoolSize = value }
         self.exposedSchemas = try Self.exposedSchemas(environment["GUESTPASS_DB_SCHEMAS"])
+        if let value = environment["GUESTPASS_DB_EXTRA_SEARCH_PATH"] {
+            self.extraSearchPath = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
         if let value = try Self.number(environment, "GUESTPASS_DB_ACQUIRE_TIMEOUT", in: 1...600, "a number of seconds in 1...600") {
             self.databaseAcquireTimeout = .seconds(value)
         }

@@ -17,8 +17,8 @@ public func buildApplication(
     let pool = PostgresPool(configuration: configuration.postgres, logger: logger)
     let readPool = configuration.postgresRead.map { PostgresPool(configuration: $0, logger: logger) }
     let catalog = SchemaCache(
-        pool: pool, schemas: configuration.exposedSchemas, timeToLive: configuration.catalogTimeToLive,
-        retryInterval: configuration.catalogRetryInterval)
+        pool: pool, schemas: configuration.exposedSchemas, extraSearchPath: configuration.extraSearchPath,
+        timeToLive: configuration.catalogTimeToLive, retryInterval: configuration.catalogRetryInterval)
     let tokens = try configuration.tokens
     let realtime = RealtimeServices(pool: pool, tokens: tokens, schemas: configuration.exposedSchemas, limits: configuration.realtimeLimits)
     // One authenticator (and API-key cache) for the routes and the Realtime socket's upgrade.

@@ -16,13 +16,18 @@ public enum QueryGrammar {
         try QueryString.pairs(rawQuery)
     }
 
+    /// PostgREST's canonical query string (`qsCanonical`, sent back in `Content-Location`), of decoded `pairs`.
+    public static func canonical(_ pairs: [(key: String, value: String)]) -> String {
+        QueryString.canonical(pairs)
+    }
+
     /// Parses the decoded pairs into a `TableQuery`. `apikey` is skipped. `select`, `columns`, `on_conflict` are
     /// those exact keys; a key whose last `.`-separated word is `order`, `limit`, `offset`, `or` or `and` applies to
     /// the embedding its other words name (`rel.order`, `rel.not.or`); every other key is a filter
     /// (`[embedding.]field[->path]`). Repeated filter and logic keys are all kept (ANDed); a repeated
     /// `select`/`order`/`columns`/`on_conflict` keeps the first and a repeated `limit`/`offset` the last (per embedding),
-    /// as PostgREST does. `select=` (empty)
-    /// selects nothing (`[]`). A negative `offset` is ignored; a negative `limit` is a `PGRST103` error (416).
+    /// as PostgREST does. `select=` (empty) selects every column, as `*` does (PostgREST's "empty root select").
+    /// A negative `offset` is ignored; a negative `limit` is a `PGRST103` error (416).
     /// Parameters are checked in PostgREST's order (order, logic, columns, select, filters, on_conflict, then
     /// limit/offset), so the first error reported is the one PostgREST reports.
     public static func parse(_ pairs: [(key: String, value: String)]) throws(QueryGrammarError) -> TableQuery {
@@ -49,7 +54,7 @@ public enum QueryGrammar {
         if let select = parameters.select {
             query.select =
                 try Self.read(
-                    CommonShapes.select(select), else: select.isEmpty ? .pure([]) : Grammars.select, on: select,
+                    CommonShapes.select(select), else: select.isEmpty ? .pure([.star]) : Grammars.select, on: select,
                     context: "failed to parse select parameter (\(select))")
         }
         for (key, value) in parameters.filters {

@@ -14,6 +14,36 @@ enum QueryString {
         return pairs
     }
 
+    /// The pairs sorted by key (stably), each key once with its values joined by `,`, every byte but ASCII letters,
+    /// digits and `-_.~` percent-encoded: Haskell's `urlEncodeVars` over PostgREST's sorted pairs.
+    static func canonical(_ pairs: [(key: String, value: String)]) -> String {
+        var keys: [String] = []
+        var values: [String: [String]] = [:]
+        for pair in pairs {
+            if values[pair.key] == nil { keys.append(pair.key) }
+            values[pair.key, default: []].append(pair.value)
+        }
+        // By code point, as Haskell compares strings.
+        return keys.sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }.map { key in
+            Self.encode(key) + "=" + values[key, default: []].map(Self.encode).joined(separator: ",")
+        }.joined(separator: "&")
+    }
+
+    /// `text`'s UTF-8 bytes, each but an unreserved one (`A-Z a-z 0-9 - _ . ~`) as `%XX`.
+    private static func encode(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
     /// `+` is a space, `%XX` a byte; the result must be UTF-8 without NUL.
     private static func decode(_ encoded: ArraySlice<UInt8>) throws(QueryGrammarError) -> String {
         var decoded: [UInt8] = []

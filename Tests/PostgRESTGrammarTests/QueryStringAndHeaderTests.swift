@@ -15,6 +15,15 @@ import Testing
         #expect(try Self.pairs("") == [])
     }
 
+    @Test func canonicalQuerySortsByKeyJoinsRepeatsAndEncodes() throws {
+        #expect(QueryGrammar.canonical(try QueryGrammar.pairs(rawQuery: "b=eq.1&a=eq.1")) == "a=eq.1&b=eq.1")
+        #expect(QueryGrammar.canonical(try QueryGrammar.pairs(rawQuery: "c=3&a=2&c=1&a=1")) == "a=2,1&c=3,1", "stable, as Haskell's sortOn")
+        #expect(
+            QueryGrammar.canonical(try QueryGrammar.pairs(rawQuery: "select=id,name&name=in.(%22a%20b%22)&x=%C3%A9"))
+                == "name=in.%28%22a%20b%22%29&select=id%2Cname&x=%C3%A9")
+        #expect(QueryGrammar.canonical([]) == "")
+    }
+
     @Test(arguments: ["a=%", "a=%4", "a=%zz", "a%G1=1", "a=%FF", "a=%C3", "a=%ED%A0%80", "a=%00", "%00=1"])
     func malformedEscapesInvalidUTF8AndNULAreRefused(_ raw: String) {
         #expect(throws: QueryGrammarError.self, "\(raw)") { try QueryGrammar.pairs(rawQuery: raw) }

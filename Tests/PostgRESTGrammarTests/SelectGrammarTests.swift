@@ -6,9 +6,9 @@ import Testing
 @Suite struct SelectGrammarTests {
     static func select(_ text: String) throws -> [SelectItem] { try parsePairs([("select", text)]).select }
 
-    @Test func absentSelectIsStarAndEmptySelectIsNothing() throws {
+    @Test func absentAndEmptySelectAreStar() throws {
         #expect(try parseQuery("id=eq.1").select == [.star])
-        #expect(try Self.select("") == [])
+        #expect(try Self.select("") == [.star])
     }
 
     @Test func columnsAliasesCastsAndJSONPaths() throws {

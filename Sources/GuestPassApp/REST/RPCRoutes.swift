@@ -79,10 +79,11 @@ struct RPCRoutes: Sendable {
         }
         let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest, head: head)
         let statements =
-            try shaped.map {
+            [RequestSearchPath.statement(schema: schema, extra: self.catalog.extraSearchPath)]
+            + (try shaped.map {
                 TableStatements.settings(for: $0, role: caller.identity.role.rawValue)
                     + [try RPCStatement.statement(for: function, arguments: arguments, plan: $0)]
-            } ?? [RPCStatement.statement(for: function, arguments: arguments)]
+            } ?? [RPCStatement.statement(for: function, arguments: arguments)])
         let results: [PostgresResult]
         do {
             if readOnlyRequest || function.isReadOnly {
@@ -106,9 +107,13 @@ struct RPCRoutes: Sendable {
         // PostgREST names the schema back when the client could choose among several.
         var headers: HTTPFields = self.catalog.schemas.count > 1 ? [.contentProfile: schema] : [:]
         if function.shape == .void { return Response(status: .noContent, headers: headers) }
-        if head { return Response(status: .ok, headers: headers) }
-        let body = try results.first?.first?.decode(String?.self, at: 0) ?? "null"
+        // As a read's: the rows answered, the total only when a count was asked for (a scalar's or a row's is 1).
+        let rows = try results.last?.first?.decode(Int.self, at: 1) ?? 1
+        let asksForCount = Preferences.parse(headers: request.headers[values: .prefer]).count != nil
+        headers[.contentRange] = TableResponse.contentRange(0, rows - 1, asksForCount ? rows : nil)
         headers[.contentType] = "application/json; charset=utf-8"
+        if head { return Response(status: .ok, headers: headers) }
+        let body = try results.last?.first?.decode(String?.self, at: 0) ?? "null"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
@@ -132,15 +137,16 @@ struct RPCRoutes: Sendable {
     }
 
     /// The table grammar's plan over the function's rows, or nil when the request does not shape them (no grammar
-    /// pair, JSON accepted, no count asked for) or the function answers no rows of known columns: the call is then
-    /// answered as it is.
+    /// pair, plain JSON accepted, no count and no `Range` asked for) or the function answers no rows of known
+    /// columns: the call is then answered as it is.
     private func shapedPlan(
         _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool, head: Bool
     ) throws -> TablePlan? {
         // Checked before any parsing: the common call (consume_quota) shapes nothing.
         let asksForCount = request.headers[.prefer].map { _ in Preferences.parse(headers: request.headers[values: .prefer]).count != nil } ?? false
-        let acceptsOtherThanJSON = try TableRequest.mediaType(request.headers[.accept]).0 != .array
-        guard pairs.contains(where: { $0.key != "apikey" }) || acceptsOtherThanJSON || asksForCount else { return nil }
+        let (mediaType, stripNulls) = try TableRequest.mediaType(request.headers[.accept])
+        let asksForRange = readOnly && request.headers[.range] != nil
+        guard pairs.contains(where: { $0.key != "apikey" }) || mediaType != .array || stripNulls || asksForCount || asksForRange else { return nil }
         let parsed = try TableRequest(request, name: function.name, schema: schema, pairs: pairs, method: readOnly ? .get : .post)
         let catalog = self.catalog.relationCatalog
         guard let relation = function.resultRelation(in: catalog) else { return nil }

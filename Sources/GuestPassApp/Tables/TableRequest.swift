@@ -17,6 +17,8 @@ struct TableRequest {
     let preferences: Preferences
     let mediaType: TableMediaType
     let stripNulls: Bool
+    /// The query's decoded pairs, for a read's `Content-Location` (`contentLocation`).
+    let pairs: [(key: String, value: String)]
     /// `Range: 0-9` (GET only), intersected with `limit`/`offset` by `range`.
     let rangeHeader: (offset: Int, limit: Int?)?
 
@@ -39,6 +41,7 @@ struct TableRequest {
     init(_ request: Request, name: String, schema: String, pairs: [(key: String, value: String)], method: HTTPRequest.Method) throws {
         self.name = name
         self.schema = schema
+        self.pairs = pairs
         do {
             self.query = try QueryGrammar.parse(pairs)
         } catch {
@@ -81,6 +84,13 @@ struct TableRequest {
         APIError(
             error.code == PostgRESTCode.invalidRange ? .rangeNotSatisfiable : .badRequest, code: error.code, message: error.message,
             details: error.details, hint: error.hint)
+    }
+
+    /// PostgREST's `Content-Location` of a read: `/<name>`, then `?` and the canonical query string when there is one
+    /// (the `apikey` pair, which is no part of the query PostgREST sees behind Supabase's gateway, left out).
+    var contentLocation: String {
+        let canonical = QueryGrammar.canonical(self.pairs.filter { $0.key != "apikey" })
+        return "/" + self.name + (canonical.isEmpty ? "" : "?" + canonical)
     }
 
     /// The root range: `limit`/`offset` intersected with the `Range` header (PostgREST's `restrictRange`).

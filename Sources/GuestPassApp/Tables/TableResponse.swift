@@ -13,20 +13,26 @@ struct TableResponse {
     let plan: TablePlan
     let schema: String
     let multipleSchemas: Bool
+    /// A table read's `Content-Location`: `/<table>[?<canonical query>]` (PostgREST's; none for RPC).
+    var contentLocation: String? = nil
 
     func answer(total: Int?, pageTotal: Int, body: [UInt8]?, inserted: Int?) throws -> Response {
         let countTotal = self.plan.wantsCount ? (total ?? pageTotal) : nil
         switch self.plan.action {
         case .read(let head):
             let lower = self.plan.offset
-            if let countTotal, lower > countTotal, !(countTotal == 0 && lower == 0) {
+            // PostgREST's `rangeStatus`: an offset past the counted rows is 416, `Content-Range: */<total>`.
+            if let countTotal, lower > countTotal {
+                var headers = self.headers(contentRange: Self.contentRange(lower, lower - 1, countTotal))
+                if let location = self.contentLocation { headers[.contentLocation] = location }
                 throw APIError(
                     .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
-                    details: "An offset of \(lower) was requested, but there are only \(countTotal) rows.")
+                    details: "An offset of \(lower) was requested, but there are only \(countTotal) rows.", headers: headers)
             }
             if self.plan.singular, pageTotal != 1 { throw Self.notSingular(pageTotal) }
             let status: HTTPResponse.Status = countTotal.map { pageTotal < $0 ? .partialContent : .ok } ?? .ok
             var headers = self.headers(contentRange: Self.contentRange(lower, lower + pageTotal - 1, countTotal))
+            if let location = self.contentLocation { headers[.contentLocation] = location }
             headers[.contentType] = self.contentType
             return Response(status: status, headers: headers, body: head ? .init() : .init(byteBuffer: ByteBuffer(bytes: body ?? [])))
         case .insert:
@@ -64,11 +70,14 @@ struct TableResponse {
         return Response(status: shown, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body ?? Array("[]".utf8))))
     }
 
+    /// The media type answered; with `nulls=stripped` PostgREST echoes the stripping one it served.
     private var contentType: String {
-        switch self.plan.mediaType {
-        case .array: "application/json; charset=utf-8"
-        case .object: "application/vnd.pgrst.object+json; charset=utf-8"
-        case .csv: "text/csv; charset=utf-8"
+        switch (self.plan.mediaType, self.plan.stripNulls) {
+        case (.array, false): "application/json; charset=utf-8"
+        case (.array, true): "application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8"
+        case (.object, false): "application/vnd.pgrst.object+json; charset=utf-8"
+        case (.object, true): "application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8"
+        case (.csv, _): "text/csv; charset=utf-8"
         }
     }
 

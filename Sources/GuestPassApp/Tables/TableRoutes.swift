@@ -65,7 +65,9 @@ struct TableRoutes: Sendable {
             catalog: catalog, relation: relation, query: parsed.query, preferences: parsed.preferences, action: action,
             mediaType: parsed.mediaType, stripNulls: parsed.stripNulls, maxRows: self.maxRows, offset: range.offset, limit: range.limit
         )
-        let response = TableResponse(plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1)
+        let response = TableResponse(
+            plan: plan, schema: parsed.schema, multipleSchemas: self.catalog.schemas.count > 1,
+            contentLocation: method == .get || method == .head ? parsed.contentLocation : nil)
         let statement: PostgresStatement
         switch action {
         case .read:
@@ -84,7 +86,9 @@ struct TableRoutes: Sendable {
             statement = try TableStatements.delete(plan)
         }
         let identity = context.caller.identity
-        let statements = TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
+        let statements =
+            [RequestSearchPath.statement(schema: parsed.schema, extra: self.catalog.extraSearchPath)]
+            + TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
         let results: [PostgresResult]
         if case .read = action {
             results = try await self.reads.run(identity, statements)
@@ -106,16 +110,16 @@ struct TableRoutes: Sendable {
             hint: "Add a filter (for example ?id=eq.<id>); to change every row, filter on a column that is never null")
     }
 
-    /// 404 `PGRST205`, with the closest name as PostgREST's hint: only one at least 75 % similar (one edit in four
-    /// characters of the longer name, as PostgREST's fuzzy set scores it), so a short guess is not answered with a
-    /// table it merely resembles (`fake` → `fee`).
+    /// 404 `PGRST205`, with the closest name as PostgREST's hint when it is as similar as PostgREST asks of its fuzzy
+    /// match (at least 0.75: one minus the edit distance over the longer name's length, case ignored).
     private static func tableNotFound(_ schema: String, _ name: String, _ catalog: RelationCatalog) -> APIError {
         let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name)
-        let closest = names.min { editDistance($0, name) < editDistance($1, name) }
-        let hint = closest.flatMap {
-            4 * editDistance($0, name) <= max($0.unicodeScalars.count, name.unicodeScalars.count)
-                ? "Perhaps you meant the table '\(schema).\($0)'" : nil
+        let similarity = { (candidate: String) -> Double in
+            let longer = max(candidate.unicodeScalars.count, name.unicodeScalars.count, 1)
+            return 1 - Double(editDistance(candidate.lowercased(), name.lowercased())) / Double(longer)
         }
+        let closest = names.max { similarity($0) < similarity($1) }
+        let hint = closest.flatMap { similarity($0) >= 0.75 ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
         return APIError(
             .notFound, code: PostgRESTCode.tableNotFound, message: "Could not find the table '\(schema).\(name)' in the schema cache", hint: hint)
     }

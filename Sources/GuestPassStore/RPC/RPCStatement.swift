@@ -5,16 +5,17 @@ public import GuestPassPostgres
 /// The SQL of one RPC call: the function's catalog entry (names, types, result shape) and the request's values,
 /// which are always bound as parameters, never spliced in. Throws `PostgRESTRefusal` for an argument it cannot bind.
 public enum RPCStatement {
-    /// `SELECT <shape>(schema.fn(name => $1::type, …))`: names and types come from the catalog, values are bound.
+    /// `SELECT <shape>(schema.fn(name => $1::type, …)), <rows>`: names and types come from the catalog, values are
+    /// bound. The second column is the number of rows answered (1 for a scalar or one row), for `Content-Range`.
     public static func statement(for function: RPCFunction, arguments: [String: JSONValue]) throws -> PostgresStatement {
         let (call, parameters) = try self.call(function, arguments)
         let sql: String
         switch function.shape {
-        case .scalar: sql = "SELECT to_json(\(call))::text"
+        case .scalar: sql = "SELECT to_json(\(call))::text, 1::bigint"
         // The subquery makes `r` a row even for a one-column RETURNS TABLE (whose result type is that column's).
-        case .row: sql = "SELECT to_json(r)::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text FROM (SELECT * FROM \(call)) AS r"
-        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text FROM \(call) AS r(v)"
+        case .row: sql = "SELECT to_json(r)::text, 1::bigint FROM (SELECT * FROM \(call)) AS r"
+        case .setOfRows: sql = "SELECT coalesce(json_agg(r), '[]')::text, count(*) FROM (SELECT * FROM \(call)) AS r"
+        case .setOfScalars: sql = "SELECT coalesce(json_agg(r.v), '[]')::text, count(*) FROM \(call) AS r(v)"
         case .void: sql = "SELECT \(call)"
         }
         return PostgresStatement(sql, parameters, reusesPlan: true)

@@ -87,15 +87,21 @@ public final class SchemaCache: Sendable {
     private let pool: PostgresPool
     /// The exposed schemas (`GUESTPASS_DB_SCHEMAS`), the first the default.
     public let schemas: [String]
+    /// The schemas after the request's own in its `search_path` (`GUESTPASS_DB_EXTRA_SEARCH_PATH`; `RequestSearchPath`).
+    public let extraSearchPath: [String]
     private let timeToLive: Duration
     private let retryInterval: Duration
     private let state = NIOLockedValueBox(State())
 
     /// A cache of `schemas` read through `pool`; empty until the first `reload` or request. `timeToLive`: how long a load
     /// is trusted; `retryInterval`: the least time between two reloads asked for by unknown names.
-    public init(pool: PostgresPool, schemas: [String], timeToLive: Duration = .seconds(30), retryInterval: Duration = .seconds(1)) {
+    public init(
+        pool: PostgresPool, schemas: [String], extraSearchPath: [String] = ["public"], timeToLive: Duration = .seconds(30),
+        retryInterval: Duration = .seconds(1)
+    ) {
         self.pool = pool
         self.schemas = schemas
+        self.extraSearchPath = extraSearchPath
         self.timeToLive = timeToLive
         self.retryInterval = retryInterval
     }

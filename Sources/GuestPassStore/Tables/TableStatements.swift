@@ -284,13 +284,32 @@ public enum TableStatements {
         conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
     }
 
-    /// Every embedded filter, order or range names an embedding of `select` (else 400 `PGRST108`).
+    /// Every embedded filter, order or range names an embedding of `select` (else 400 `PGRST108`, naming the last
+    /// embedding of the path as PostgREST does; a relation's name where `select` aliased it is refused with the alias to
+    /// use instead, as PostgREST does once legacy target names are off).
     static func requireEmbedded(_ query: TableQuery, _ paths: Set<[String]>) throws {
         for path in query.embedded.keys.sorted(by: { $0.joined(separator: ".") < $1.joined(separator: ".") }) where !paths.contains(path) {
-            let name = path.joined(separator: ".")
+            let name = path.last ?? ""
+            if let alias = self.aliasedEmbedding(named: name, under: path.dropLast(), in: query.select) {
+                throw PostgRESTRefusal(
+                    .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(name)' is not an embedded resource in this request",
+                    details: "Target names are not allowed in filters if they have an alias",
+                    hint: "Change '\(name)' to '\(alias)' in filters, orders or limits.")
+            }
             throw PostgRESTRefusal(
                 .badRequest, code: PostgRESTCode.notEmbedded, message: "'\(name)' is not an embedded resource in this request",
                 hint: "Verify that '\(name)' is included in the 'select' query parameter.")
         }
+    }
+
+    /// The alias `select` gives an embedding of relation `name` at `parent` (a path of embedding names), if any.
+    private static func aliasedEmbedding(named name: String, under parent: ArraySlice<String>, in items: [SelectItem]) -> String? {
+        let embeddings = items.compactMap { item -> Embedding? in
+            if case .embed(let embedding) = item { return embedding }
+            return nil
+        }
+        guard let first = parent.first else { return embeddings.first { $0.relation == name && $0.alias != nil }?.alias }
+        guard let child = embeddings.first(where: { $0.name == first }) else { return nil }
+        return self.aliasedEmbedding(named: name, under: parent.dropFirst(), in: child.items)
     }
 }
