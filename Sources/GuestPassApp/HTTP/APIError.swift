@@ -241,7 +241,8 @@ extension APIError {
                     statusCode: String(self.status.code), code: self.code, error: self.storageErrorName ?? "Error", message: self.message))
         }
         var headers = self.headers
-        headers[.contentType] = "application/json"
+        // PostgREST names the charset (`application/json; charset=utf-8`), as on its successful answers.
+        headers[.contentType] = dialect == .postgREST ? "application/json; charset=utf-8" : "application/json"
         headers[.supabaseErrorCode] = self.code
         if let version = request.headers[.supabaseAPIVersion] { headers[.supabaseAPIVersion] = version }
         return (headers, data)
