@@ -8,7 +8,8 @@
 /// table and join tree in the tree's text, so for each column number the view's own entry is the last of that number
 /// (an entry of a subquery in `FROM` or `WHERE` comes earlier) among those named as the view's column (an entry of a
 /// subquery in the select list comes later, under its own name). A column taken from another view is followed
-/// through that view's rule, up to 16 levels. Limits: a column that is an expression (`label_color / 2`) shows no
+/// through that view's rule, up to 16 levels (PostgreSQL's own views are never read: no app view's key comes from
+/// them). Limits: a column that is an expression (`label_color / 2`) shows no
 /// base column; a view whose key columns appear only inside a `HAVING` subquery could be misread (such a view is not
 /// updatable, so nothing is inserted into it).
 enum ViewKeys {
@@ -19,6 +20,7 @@ enum ViewKeys {
                  m[4]::int AS origin_column
           FROM pg_catalog.pg_rewrite AS r
           JOIN pg_catalog.pg_class AS v ON v.oid = r.ev_class AND v.relkind IN ('v', 'm')
+            AND v.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
           CROSS JOIN LATERAL regexp_matches(r.ev_action::text,
             ':resno (\\d+) :resname ((?:[^ \\\\]|\\\\.)*) :ressortgroupref \\d+ :resorigtbl (\\d+) :resorigcol (\\d+)', 'g')
             WITH ORDINALITY AS x(m, position)
