@@ -16,7 +16,7 @@ A case file (e2e/postgrest_spec/cases/*.json) ports one hspec file:
 
 and a case is
 
-    name      the hspec `describe` path and `it` text, unique over every file
+    name      the hspec `describe` path and `it` text, unique in its file
     line      the line of the `it` in the spec file (at the commit of fixture/NOTICE)
     as        "anon" (PostgREST's anonymous role; the default), "user" (a guest's token, role authenticated) or
               "service" (the secret key)

@@ -4,6 +4,7 @@ import GuestPassPostgres
 import GuestPassTestSupport
 import HTTPTypes
 import HummingbirdTesting
+import PostgRESTGrammar
 import Testing
 @testable import GuestPassStore
 
@@ -19,6 +20,15 @@ import Testing
     }
 
     static let prefer = HTTPField.Name("Prefer")!
+
+    /// A `Location` names the inserted row by its key as PostgREST writes it (`renderSimpleQuery True`), so that
+    /// following it finds that row: non-ASCII text, `&`, `+` and spaces survive the query string's decoding.
+    @Test func locationKeysArePercentEncodedSoThatFollowingThemWorks() throws {
+        let condition = "eq.圍棋 & R+ll"
+        let encoded = TableResponse.queryEncoded(condition)
+        #expect(encoded == "eq.%E5%9C%8D%E6%A3%8B+%26+R%2Bll")
+        #expect(try QueryGrammar.pairs(rawQuery: "k=" + encoded).first?.value == condition)
+    }
 
     @Test func aSingularWriteOfTwoRowsIsRefusedAndRolledBack() async throws {
         try await TestService.withServedTenant(examples: true) { service, tenant, client in

@@ -39,6 +39,7 @@ struct RPCRoutes: Sendable {
         let caller = context.caller
         let name = context.parameters.get("function") ?? ""
         let schema = try TableRequest.schema(request, schemas: self.catalog.schemas, readOnly: readOnlyRequest)
+        try TableRequest.refuseTransactionPreference(Preferences.parse(headers: request.headers[values: .prefer]))
         // Decoded strictly (a NUL, which PostgreSQL text cannot hold, or invalid UTF-8 is 400 `PGRST100`).
         let pairs = try TableRequest.pairs(request)
         var arguments: [String: JSONValue]

@@ -3,16 +3,21 @@ import NIOCore
 import Foundation
 import GuestPassJSON
 import GuestPassStore
+import PostgRESTGrammar
 
 /// Reads the JSON body of a table write: an object or an array of objects, checked strictly (`JSONParser`: no NUL,
 /// no invalid UTF-8, bounded depth and size) and then passed to PostgreSQL as the client's own text, so numbers keep
 /// every digit. The columns written are `columns=` when given (the body's other keys ignored, missing ones NULL or,
-/// with `missing=default`, their default), else the keys of the objects, which must all have the same keys.
+/// with `missing=default`, their default), else the keys of the objects, which must all have the same keys (PostgREST's
+/// "All object keys must match", also for an array holding something other than objects). A form body
+/// (`application/x-www-form-urlencoded`) is one row, every value text, as PostgREST reads it.
 enum TableBodyReader {
     static func read(_ request: inout Request, relation: Relation, columns: [String]?, limit: Int) async throws -> TableBody {
+        var isForm = false
         if let type = request.headers[.contentType], !type.isEmpty {
             let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-            guard mediaType == "application/json" || mediaType == "*/*" else {
+            isForm = mediaType == "application/x-www-form-urlencoded"
+            guard mediaType == "application/json" || mediaType == "*/*" || isForm else {
                 throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Content-Type not acceptable: \(type)")
             }
         }
@@ -24,7 +29,7 @@ enum TableBodyReader {
         }
         let value: JSONValue
         do {
-            value = try JSONParser.parse(buffer.readableBytesView)
+            value = isForm ? try Self.form(buffer) : try JSONParser.parse(buffer.readableBytesView)
         } catch is JSONParser.Failure {
             // PostgREST's words exactly (no details): aeson's position would not be ours anyway.
             throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Empty or invalid json")
@@ -34,9 +39,7 @@ enum TableBodyReader {
         case .object(let object): rows = [object]
         case .array(let elements):
             rows = try elements.map { element in
-                guard let object = element.objectValue else {
-                    throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "All elements of the body must be JSON objects")
-                }
+                guard let object = element.objectValue else { throw Self.keysDiffer }
                 return object
             }
         default:
@@ -47,9 +50,7 @@ enum TableBodyReader {
             names = columns
         } else {
             let keys = Set(rows.first?.keys ?? [:].keys)
-            guard rows.allSatisfy({ Set($0.keys) == keys }) else {
-                throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "All object keys must match")
-            }
+            guard rows.allSatisfy({ Set($0.keys) == keys }) else { throw Self.keysDiffer }
             names = keys.sorted()
         }
         let resolved = try names.map { name in
@@ -60,8 +61,22 @@ enum TableBodyReader {
             }
             return column
         }
-        var text = String(buffer: buffer)
+        var text = isForm ? value.jsonText : String(buffer: buffer)
         if case .object = value { text = "[" + text + "]" }
         return TableBody(arrayText: text, columns: resolved, rowCount: rows.count)
+    }
+
+    /// PostgREST's 400 `PGRST102` for an array whose elements are not all objects with the same keys.
+    private static let keysDiffer = APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "All object keys must match")
+
+    /// A form body as one JSON object of text values (`+` a space, `%XX` a byte; malformed escapes, invalid UTF-8
+    /// and NUL refused as in a query string).
+    private static func form(_ buffer: ByteBuffer) throws -> JSONValue {
+        do {
+            let pairs = try QueryGrammar.pairs(rawQuery: String(decoding: buffer.readableBytesView, as: UTF8.self))
+            return .object(Dictionary(pairs.map { ($0.key, JSONValue.string($0.value)) }, uniquingKeysWith: { first, _ in first }))
+        } catch {
+            throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Empty or invalid form body", details: error.details)
+        }
     }
 }

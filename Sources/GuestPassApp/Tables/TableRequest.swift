@@ -51,11 +51,7 @@ struct TableRequest {
             throw APIError(.badRequest, code: PostgRESTCode.queryParse, message: "An empty name in \(place)", details: "Names must not be empty")
         }
         self.preferences = Preferences.parse(headers: request.headers[values: .prefer])
-        if self.preferences.transaction != nil {
-            throw APIError(
-                .badRequest, code: PostgRESTCode.invalidPreferences, message: "Prefer: tx is not allowed",
-                details: "Every request commits: rolling back would undo attempt counters", hint: "Remove the tx preference")
-        }
+        try Self.refuseTransactionPreference(self.preferences)
         if self.preferences.handling == .strict, !self.preferences.invalid.isEmpty {
             throw APIError(
                 .badRequest, code: PostgRESTCode.invalidPreferences, message: "Invalid preferences given with handling=strict",
@@ -68,6 +64,15 @@ struct TableRequest {
                 .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
                 details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
         }
+    }
+
+    /// `Prefer: tx=commit|rollback` is 400 `PGRST122`, on tables and functions alike: every request commits, since a
+    /// rolled-back one would also undo attempt counters.
+    static func refuseTransactionPreference(_ preferences: Preferences) throws {
+        guard preferences.transaction != nil else { return }
+        throw APIError(
+            .badRequest, code: PostgRESTCode.invalidPreferences, message: "Prefer: tx is not allowed",
+            details: "Every request commits: rolling back would undo attempt counters", hint: "Remove the tx preference")
     }
 
     /// The request's decoded query pairs (400 `PGRST100` for a malformed escape, invalid UTF-8 or NUL).

@@ -38,7 +38,8 @@ struct TableResponse {
         case .insert:
             var headers = self.headers(contentRange: Self.contentRange(1, 0, countTotal))
             if self.plan.returnsHeadersOnly, pageTotal == 1, let location = self.location(body) { headers[.location] = location }
-            let status: HTTPResponse.Status = self.plan.preferences.resolution == .mergeDuplicates && (inserted ?? 1) <= 0 ? .ok : .created
+            // `inserted` is counted only by a merge upsert with a conflict target: 200 when it inserted nothing.
+            let status: HTTPResponse.Status = (inserted.map { $0 <= 0 } ?? false) ? .ok : .created
             return self.withRepresentation(status: status, headers: headers, body: body)
         case .update:
             let headers = self.headers(contentRange: Self.contentRange(0, pageTotal - 1, countTotal))
@@ -108,22 +109,38 @@ struct TableResponse {
         return applied.isEmpty ? nil : applied.joined(separator: ", ")
     }
 
-    /// `Location: /<table>?<pk>=eq.<value>…` for the one row a `return=headers-only` insert wrote.
+    /// `Location: /<table>?<pk>=eq.<value>…` (`is.null` for a null key) for the one row a `return=headers-only` insert
+    /// wrote, each name and value percent-encoded as PostgREST's `renderSimpleQuery True` writes them (every byte of
+    /// UTF-8 but the unreserved ones, a space as `+`), so that a client follows it as it is.
     private func location(_ body: [UInt8]?) -> String? {
         guard let body, case .array(let rows)? = try? JSONParser.parse(body), rows.count == 1, let row = rows[0].objectValue else { return nil }
-        var allowed = CharacterSet.urlQueryAllowed
-        allowed.remove(charactersIn: "&=+#")
         let pairs = self.plan.relation.primaryKey.compactMap { key -> String? in
             guard let value = row[key] else { return nil }
-            let text: String
+            let condition: String
             switch value {
-            case .string(let string): text = string
-            case .null: text = "null"
-            default: text = value.jsonText
+            case .string(let string): condition = "eq." + string
+            case .null: condition = "is.null"
+            default: condition = "eq." + value.jsonText
             }
-            return key.addingPercentEncoding(withAllowedCharacters: allowed)! + "=eq." + text.addingPercentEncoding(withAllowedCharacters: allowed)!
+            return Self.queryEncoded(key) + "=" + Self.queryEncoded(condition)
         }
         return "/" + self.plan.relation.name + "?" + pairs.joined(separator: "&")
+    }
+
+    /// `text` as http-types' `urlEncode True`: ASCII letters, digits and `-._~` as they are, a space as `+`, every
+    /// other byte of its UTF-8 as `%XX`.
+    static func queryEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "): encoded += "+"
+            default: encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return encoded
     }
 
     /// `Content-Range`: `lower-upper/total`, `*` for an empty range, `*` for an unknown total.

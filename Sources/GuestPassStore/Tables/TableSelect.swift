@@ -24,7 +24,7 @@ struct SelectListBuilder {
         for item in items {
             switch item {
             case .star:
-                built.columns += relation.columns.map { (table + "." + TableSQL.quoted($0.name), $0.name) }
+                built.columns += relation.columns.map { (Self.represented($0, table + "." + TableSQL.quoted($0.name)), $0.name) }
             case .field(let field):
                 guard field.aggregate == nil else {
                     // PostgREST's default (`db-aggregates-enabled` off): an aggregate would let any caller run
@@ -33,7 +33,11 @@ struct SelectListBuilder {
                         .badRequest, code: PostgRESTCode.aggregatesNotAllowed, message: "Use of aggregate functions is not allowed")
                 }
                 var expression = sql.expression(field.field, on: table, relation: relation)
-                if let cast = field.cast { expression = "CAST(\(expression) AS \(try Self.castType(cast)))" }
+                if let cast = field.cast {
+                    expression = "CAST(\(expression) AS \(try Self.castType(cast)))"
+                } else if field.field.jsonPath.isEmpty, let column = relation.column(field.field.column) {
+                    expression = Self.represented(column, expression)
+                }
                 built.columns.append((expression, TableSQL.outputName(field)))
             case .embed(let embedding):
                 let node = try self.node(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
@@ -49,6 +53,12 @@ struct SelectListBuilder {
             }
         }
         return built
+    }
+
+    /// A column's value as an answer shows it: through its data representation (the function of its type's cast to
+    /// `json`) when it has one, else as it is.
+    static func represented(_ column: Relation.Column, _ expression: String) -> String {
+        column.representationFormatter.map { "\($0)(\(expression))" } ?? expression
     }
 
     /// Whether an embedding of `items` selects no column at any depth (`rel()`, `rel(other())`): PostgREST leaves it

@@ -151,57 +151,66 @@ public enum TableStatements {
     static let singularCheck =
         "CASE WHEN count(_t) <> 1 THEN guestpass_server.refuse_table_result('\(PostgRESTCode.notSingular)', count(_t)) END"
 
-    /// `POST`: insert (or upsert) the body's rows.
+    /// `POST`: insert (or upsert) the body's rows. A merge upsert with a conflict target counts the rows it inserts as
+    /// PostgREST does (`upsertCount`), so a view, which has no `xmax`, answers 200 or 201 as a table does.
     public static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let names = body.columns.map { TableSQL.quoted($0.name) }
         let payload = sql.bind(body.arrayText)
+        let target =
+            plan.preferences.resolution == nil ? nil : plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
+        let counting = plan.preferences.resolution == .mergeDuplicates && target != nil
+        let counted = counting ? " WHERE \(self.upsertCount(adding: true))" : ""
         var statement = "INSERT INTO \(TableSQL.qualified(plan.relation)) AS \(table)"
         if body.columns.isEmpty {
             // Rows of defaults only (`{}`): a SELECT of no columns fills every column with its default.
-            statement += " SELECT FROM json_array_elements(\(payload)::json)"
-        } else if plan.preferences.missing == .default {
-            // A key absent from a row takes the column's default (catalog text, never a client's).
-            let values = body.columns.map { column in
-                "CASE WHEN _e.j ? \(sql.bind(column.name)) THEN _b.\(TableSQL.quoted(column.name)) ELSE \(column.defaultExpression ?? "NULL") END"
-            }
-            statement +=
-                " (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM jsonb_array_elements(\(payload)::jsonb) "
-                + "WITH ORDINALITY AS _e(j, i) CROSS JOIN LATERAL jsonb_to_record(_e.j) AS _b(\(self.recordColumns(body.columns))) ORDER BY _e.i"
+            statement += " SELECT FROM json_array_elements(\(payload)::json)\(counted)"
         } else {
-            statement +=
-                " (\(names.joined(separator: ", "))) SELECT \(names.map { "_b." + $0 }.joined(separator: ", ")) "
-                + "FROM json_to_recordset(\(payload)::json) AS _b(\(self.recordColumns(body.columns)))"
+            let rows = self.bodyRows(body, plan: plan, payload: payload, sql: &sql)
+            statement += " (\(names.joined(separator: ", "))) SELECT \(rows.values.joined(separator: ", ")) FROM \(rows.from)\(counted)\(rows.order)"
         }
-        if let resolution = plan.preferences.resolution,
-            let target = plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
-        {
+        if let target {
             let conflict = target.map(TableSQL.quoted).joined(separator: ", ")
             // The conflict columns are equal on both rows by definition: not setting them needs no UPDATE privilege on
-            // them (PostgREST sets every payload column, so an upsert by primary key needs UPDATE on the key).
-            let updated = body.columns.map(\.name).filter { !target.contains($0) }.map(TableSQL.quoted)
-            if resolution == .mergeDuplicates, !updated.isEmpty {
-                statement += " ON CONFLICT (\(conflict)) DO UPDATE SET " + updated.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+            // them (PostgREST sets every payload column, so an upsert by primary key needs UPDATE on the key). A body
+            // of only the conflict columns sets them, as PostgREST does, so that every row sent comes back.
+            let others = body.columns.map(\.name).filter { !target.contains($0) }
+            let updated = (others.isEmpty ? body.columns.map(\.name) : others).map(TableSQL.quoted)
+            if plan.preferences.resolution == .mergeDuplicates, !updated.isEmpty {
+                statement +=
+                    " ON CONFLICT (\(conflict)) DO UPDATE SET " + updated.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+                    + " WHERE \(self.upsertCount(adding: false))"
             } else {
                 statement += " ON CONFLICT (\(conflict)) DO NOTHING"
             }
         }
-        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: true)
+        let inserted = counting ? "coalesce(nullif(current_setting('pgrst.inserted', true), '')::bigint, 0)" : "NULL::bigint"
+        return try self.mutation(plan, statement, table: table, sql: &sql, inserted: inserted)
     }
 
-    /// `PATCH`: set the body's columns on the rows the filters match.
+    /// PostgREST's count of the rows a merge upsert inserts, in the transaction's setting `pgrst.inserted`: each row
+    /// the INSERT proposes adds one (`adding`), each that meets a conflict and is updated instead takes one away. Both
+    /// conditions are always true; they are there for their side effect.
+    private static func upsertCount(adding: Bool) -> String {
+        "set_config('pgrst.inserted', (coalesce(nullif(current_setting('pgrst.inserted', true), '')::int, 0) \(adding ? "+" : "-") 1)::text, true) "
+            + (adding ? "<> '0'" : "<> '-1'")
+    }
+
+    /// `PATCH`: set the body's columns on the rows the filters match (the body's first row, as PostgREST takes it).
     public static func update(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let payload = sql.bind(body.arrayText)
         let assignments = body.columns.map { "\(TableSQL.quoted($0.name)) = _b.\(TableSQL.quoted($0.name))" }
+        let rows = self.bodyRows(body, plan: plan, payload: payload, sql: &sql)
+        let values = zip(rows.values, body.columns).map { "\($0) AS \(TableSQL.quoted($1.name))" }
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
         let statement =
             "UPDATE \(TableSQL.qualified(plan.relation)) AS \(table) SET \(assignments.joined(separator: ", ")) "
-            + "FROM (SELECT * FROM json_to_recordset(\(payload)::json) AS _b(\(self.recordColumns(body.columns))) LIMIT 1) AS _b"
+            + "FROM (SELECT \(values.joined(separator: ", ")) FROM \(rows.from)\(rows.order) LIMIT 1) AS _b"
             + self.whereClause(conditions)
-        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
+        return try self.mutation(plan, statement, table: table, sql: &sql)
     }
 
     /// `DELETE`: the rows the filters match.
@@ -210,21 +219,19 @@ public enum TableStatements {
         let table = TableSQL.quoted(plan.relation.name)
         let conditions = sql.conditions(plan.query.root, on: table, relation: plan.relation)
         let statement = "DELETE FROM \(TableSQL.qualified(plan.relation)) AS \(table)" + self.whereClause(conditions)
-        return try self.mutation(plan, statement, table: table, sql: &sql, countsInserts: false)
+        return try self.mutation(plan, statement, table: table, sql: &sql)
     }
 
-    /// `WITH pgrst_source AS (<statement> RETURNING …) SELECT …`: `RETURNING 1` unless the rows are wanted back, so a
-    /// minimal write needs no SELECT policy; the representation is built by PostgreSQL from the returned rows
-    /// (embeddings read the other tables as they were before the statement). A singular request with other than one
-    /// row, or more rows than `max-affected` under `handling=strict`, raises in SQL so the transaction rolls back.
-    private static func mutation(_ plan: TablePlan, _ statement: String, table: String, sql: inout TableSQL, countsInserts: Bool) throws
+    /// `WITH pgrst_source AS (<statement> RETURNING …) SELECT …`: `RETURNING 1` unless rows are wanted back, and then
+    /// only the columns the answer reads (`returnedColumns`), so a write needs SELECT on no other column, as in
+    /// PostgREST; the representation is built by PostgreSQL from the returned rows (embeddings read the other tables as
+    /// they were before the statement). A singular request with other than one row, or more rows than `max-affected`
+    /// under `handling=strict`, raises in SQL so the transaction rolls back. `inserted` is the statement's count of
+    /// rows an upsert inserted, or NULL.
+    private static func mutation(_ plan: TablePlan, _ statement: String, table: String, sql: inout TableSQL, inserted: String = "NULL::bigint") throws
         -> PostgresStatement
     {
-        let wantsRows = plan.returnsRepresentation || plan.returnsHeadersOnly
-        let inserted = countsInserts ? ", (\(table).xmax::text = '0') AS pgrst_inserted" : ""
-        let returned = try plan.returnsRepresentation ? plan.returnedColumns() : nil
-        let rows = returned.map { $0.map { table + "." + TableSQL.quoted($0) }.joined(separator: ", ") } ?? "\(table).*"
-        let returning = wantsRows ? " RETURNING \(rows)\(inserted)" : " RETURNING 1\(countsInserts ? inserted : "")"
+        let returning = try " RETURNING " + self.returnedColumns(plan, table: table)
         var select = SelectListBuilder(catalog: plan.catalog, query: plan.query, maxRows: plan.maxRows)
         var body = "NULL::text"
         var list = "1"
@@ -251,11 +258,10 @@ public enum TableStatements {
                 "CASE WHEN count(_t) > \(sql.bind(String(most)))::bigint THEN guestpass_server.refuse_table_result('\(PostgRESTCode.maxAffected)', count(_t)) END"
             )
         }
-        let insertedCount = countsInserts ? "(SELECT count(*) FROM pgrst_source WHERE pgrst_inserted)" : "NULL::bigint"
         let checked = checks.map { ", " + $0 }.joined()
         return self.shaped(
             "WITH pgrst_source AS (\(statement)\(returning)) SELECT NULL::bigint AS total, count(_t) AS page_total, \(body) AS body, "
-                + "\(insertedCount) AS inserted\(checked) FROM (SELECT \(list) FROM pgrst_source AS \(table)\(joins)\(filter)\(order)) AS _t",
+                + "\(inserted) AS inserted\(checked) FROM (SELECT \(list) FROM pgrst_source AS \(table)\(joins)\(filter)\(order)) AS _t",
             sql.parameters
         )
     }
@@ -273,11 +279,6 @@ public enum TableStatements {
             return "CASE WHEN count(_t) = 0 THEN '' ELSE \(header)::text END || E'\\n' || "
                 + "coalesce(string_agg(substring(_t::text, 2, length(_t::text) - 2), E'\\n'), '')"
         }
-    }
-
-    /// `"col" type, …` for `json_to_recordset(…) AS _b(…)`: types from the schema cache.
-    private static func recordColumns(_ columns: [Relation.Column]) -> String {
-        columns.map { TableSQL.quoted($0.name) + " " + $0.type }.joined(separator: ", ")
     }
 
     static func whereClause(_ conditions: [String]) -> String {
