@@ -91,7 +91,8 @@ extension RelationCatalog {
                         link: .columns(zip(key.referencedColumns, key.columns).map { (target: $0.0, parent: $0.1) })))
             }
             if key.referencedSchema == parent.schema, key.referencedTable == parent.name,
-                let target = self.relation(schema: key.schema, name: key.table), target.name == name || key.name == name, matchesHint(hint)
+                let target = self.relation(schema: key.schema, name: key.table),
+                target.name == name || key.name == name || key.referencedColumns == [name], matchesHint(hint)
             {
                 let unique = target.uniqueKeys.contains(Set(key.columns))
                 candidates.append(
