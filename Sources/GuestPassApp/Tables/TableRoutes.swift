@@ -113,31 +113,11 @@ struct TableRoutes: Sendable {
     /// 404 `PGRST205`, with the closest name as PostgREST's hint when it is as similar as PostgREST asks of its fuzzy
     /// match (at least 0.75: one minus the edit distance over the longer name's length, case ignored).
     private static func tableNotFound(_ schema: String, _ name: String, _ catalog: RelationCatalog) -> APIError {
-        let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name)
-        let similarity = { (candidate: String) -> Double in
-            let longer = max(candidate.unicodeScalars.count, name.unicodeScalars.count, 1)
-            return 1 - Double(editDistance(candidate.lowercased(), name.lowercased())) / Double(longer)
-        }
-        let closest = names.max { similarity($0) < similarity($1) }
-        let hint = closest.flatMap { similarity($0) >= 0.75 ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
+        // Sorted: of equally alike names the first, so the hint is always the same.
+        let names = catalog.relations.values.filter { $0.schema == schema }.map(\.name).sorted()
+        let closest = names.max { nameSimilarity($0, name) < nameSimilarity($1, name) }
+        let hint = closest.flatMap { nameSimilarity($0, name) >= 0.75 ? "Perhaps you meant the table '\(schema).\($0)'" : nil }
         return APIError(
             .notFound, code: PostgRESTCode.tableNotFound, message: "Could not find the table '\(schema).\(name)' in the schema cache", hint: hint)
     }
-}
-
-/// Levenshtein distance over Unicode scalars, for "did you mean" hints on short names.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a.unicodeScalars.prefix(64))
-    let b = Array(b.unicodeScalars.prefix(64))
-    guard !a.isEmpty else { return b.count }
-    guard !b.isEmpty else { return a.count }
-    var previous = Array(0...b.count)
-    for i in 1...a.count {
-        var current = [i] + Array(repeating: 0, count: b.count)
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
 }

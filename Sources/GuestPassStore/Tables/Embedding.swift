@@ -106,20 +106,15 @@ extension RelationCatalog {
                 candidates.append(.toReferenced(by: key, target: target))
             }
             if key.referencedSchema == parent.schema, key.referencedTable == parent.name,
-                let target = self.relation(schema: key.schema, name: key.table), target.name == name || key.name == name, matchesHint(hint)
+                let target = self.relation(schema: key.schema, name: key.table),
+                target.name == name || key.name == name || key.referencedColumns == [name], matchesHint(hint)
             {
                 candidates.append(.toReferencing(by: key, target: target))
             }
         }
         candidates += self.manyToMany(from: parent, to: name, junctionHint: hint)
         if candidates.count == 1 { return candidates[0] }
-        if candidates.isEmpty {
-            throw PostgRESTRefusal(
-                .badRequest, code: PostgRESTCode.noRelationship,
-                message: "Could not find a relationship between '\(parent.name)' and '\(name)' in the schema cache",
-                hint: "Embeddings follow foreign keys between tables of the exposed schemas"
-            )
-        }
+        if candidates.isEmpty { throw self.noRelationship(from: parent, to: name, hint: hint) }
         // Every candidate here follows a foreign key (a computed relationship was returned above).
         let choices = candidates.map { "'\(name)!\($0.junction?.relation.name ?? $0.foreignKey?.name ?? "")'" }.joined(separator: ", ")
         let details = candidates.compactMap { candidate -> String? in
@@ -186,5 +181,43 @@ extension RelationCatalog {
             }
         }
         return found
+    }
+
+    /// 400 `PGRST200` in PostgREST's words, with its "Perhaps you meant" hint: the related table most like `name`
+    /// (not `name` itself), or, when `parent` has no relationship at all, the related table most like `parent`.
+    private func noRelationship(from parent: Relation, to name: String, hint: String?) -> PostgRESTRefusal {
+        let linked = { (key: ForeignKey) -> (from: String, to: String)? in
+            // Between relations of the schema cache (a partition's own copy of its parent's key is not one).
+            guard key.schema == parent.schema, key.referencedSchema == parent.schema,
+                self.relation(schema: key.schema, name: key.table) != nil,
+                self.relation(schema: key.referencedSchema, name: key.referencedTable) != nil
+            else { return nil }
+            return (key.table, key.referencedTable)
+        }
+        let links = self.foreignKeys.compactMap(linked)
+        let children = links.flatMap { link -> [String] in
+            (link.from == parent.name ? [link.to] : []) + (link.to == parent.name ? [link.from] : [])
+        }
+        let suggestion: String?
+        if children.isEmpty {
+            let parents = Set(links.flatMap { [$0.from, $0.to] })
+            suggestion = Self.mostLike(parent.name, among: parents).map { "Perhaps you meant '\($0)' instead of '\(parent.name)'." }
+        } else {
+            suggestion = Self.mostLike(name, among: Set(children)).map { "Perhaps you meant '\($0)' instead of '\(name)'." }
+        }
+        let using = hint.map { "' using the hint '\($0)" } ?? ""
+        return PostgRESTRefusal(
+            .badRequest, code: PostgRESTCode.noRelationship,
+            message: "Could not find a relationship between '\(parent.name)' and '\(name)' in the schema cache",
+            details:
+                "Searched for a foreign key relationship between '\(parent.name)' and '\(name)\(using)' in the schema '\(parent.schema)', but no matches were found.",
+            hint: suggestion)
+    }
+
+    /// The name of `names` most like `name` but not equal to it, if alike enough (PostgREST's fuzzy set keeps
+    /// matches scoring at least a third); of equally alike names the first in order, so the answer is always the same.
+    private static func mostLike(_ name: String, among names: Set<String>) -> String? {
+        let best = names.filter { $0 != name }.sorted().max { nameSimilarity($0, name) < nameSimilarity($1, name) }
+        return best.flatMap { nameSimilarity($0, name) >= 1.0 / 3 ? $0 : nil }
     }
 }

@@ -109,9 +109,12 @@ struct SelectListBuilder {
                 return from + order + sql.range(limit: min(modifiers.limit ?? maxRows, maxRows), offset: modifiers.offset)
             },
             reference: TableSQL.EmbeddingReference(
+                // Under the node's own alias, so that its `!inner` children's conditions (built on it, their parameters
+                // bound once) hold here too: a row exists only with the rows its inner embeddings require.
                 exists: { sql in
-                    let joined = joinAndFilters(sql.alias(for: target.name), &sql)
-                    return "EXISTS (SELECT 1 \(joined.from) WHERE \(joined.conditions))"
+                    let joined = joinAndFilters(alias, &sql)
+                    let conditions = ([joined.conditions] + list.innerConditions).joined(separator: " AND ")
+                    return "EXISTS (SELECT 1 \(joined.from) WHERE \(conditions))"
                 },
                 value: relationship.isToOne
                     ? { field, sql in
