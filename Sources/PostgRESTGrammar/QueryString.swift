@@ -1,6 +1,6 @@
 /// The query string's bytes to decoded pairs, as PostgREST's `parseQueryReplacePlus True` splits them, but strict
 /// about what PostgREST would pass on: a malformed `%` escape, invalid UTF-8 or a NUL is refused.
-enum QueryString {
+public enum QueryString {
     static func pairs(_ rawQuery: String) throws(QueryGrammarError) -> [(key: String, value: String)] {
         var bytes = Array(rawQuery.utf8)[...]
         if bytes.first == UInt8(ascii: "?") { bytes = bytes.dropFirst() }
@@ -25,18 +25,21 @@ enum QueryString {
         }
         // By code point, as Haskell compares strings.
         return keys.sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }.map { key in
-            Self.encode(key) + "=" + values[key, default: []].map(Self.encode).joined(separator: ",")
+            Self.percentEncoded(key) + "=" + values[key, default: []].map { Self.percentEncoded($0) }.joined(separator: ",")
         }.joined(separator: "&")
     }
 
-    /// `text`'s UTF-8 bytes, each but an unreserved one (`A-Z a-z 0-9 - _ . ~`) as `%XX`.
-    private static func encode(_ text: String) -> String {
+    /// `text`'s UTF-8 bytes, each but an unreserved one (`A-Z a-z 0-9 - _ . ~`) as `%XX`; with `spaceAsPlus` a space
+    /// as `+` (http-types' `urlEncode True`, which PostgREST's `Location` uses).
+    public static func percentEncoded(_ text: String, spaceAsPlus: Bool = false) -> String {
         var encoded = ""
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " ") where spaceAsPlus:
+                encoded += "+"
             default:
                 encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
             }

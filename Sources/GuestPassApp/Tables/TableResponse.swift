@@ -127,21 +127,8 @@ struct TableResponse {
         return "/" + self.plan.relation.name + "?" + pairs.joined(separator: "&")
     }
 
-    /// `text` as http-types' `urlEncode True`: ASCII letters, digits and `-._~` as they are, a space as `+`, every
-    /// other byte of its UTF-8 as `%XX`.
-    static func queryEncoded(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: " "): encoded += "+"
-            default: encoded += String(format: "%%%02X", byte)
-            }
-        }
-        return encoded
-    }
+    /// `text` as http-types' `urlEncode True`: unreserved bytes as they are, a space as `+`, every other byte `%XX`.
+    static func queryEncoded(_ text: String) -> String { QueryString.percentEncoded(text, spaceAsPlus: true) }
 
     /// `Content-Range`: `lower-upper/total`, `*` for an empty range, `*` for an unknown total.
     static func contentRange(_ lower: Int, _ upper: Int, _ total: Int?) -> String {
