@@ -39,7 +39,8 @@ struct RPCRoutes: Sendable {
         let caller = context.caller
         let name = context.parameters.get("function") ?? ""
         let schema = try TableRequest.schema(request, schemas: self.catalog.schemas, readOnly: readOnlyRequest)
-        try TableRequest.refuseTransactionPreference(Preferences.parse(headers: request.headers[values: .prefer]))
+        let preferences = Preferences.parse(headers: request.headers[values: .prefer])
+        try TableRequest.refuseTransactionPreference(preferences)
         // Decoded strictly (a NUL, which PostgreSQL text cannot hold, or invalid UTF-8 is 400 `PGRST100`).
         let pairs = try TableRequest.pairs(request)
         var arguments: [String: JSONValue]
@@ -78,7 +79,8 @@ struct RPCRoutes: Sendable {
                 hint: "Only functions of the exposed schemas can be called, with named arguments matching exactly one signature"
             )
         }
-        let shaped = try self.shapedPlan(request, function, schema: schema, pairs: shaping, readOnly: readOnlyRequest, head: head)
+        let shaped = try self.shapedPlan(
+            request, function, schema: schema, pairs: shaping, asksForCount: preferences.count != nil, readOnly: readOnlyRequest, head: head)
         let statements =
             [RequestSearchPath.statement(schema: schema, extra: self.catalog.extraSearchPath)]
             + (try shaped.map {
@@ -110,8 +112,7 @@ struct RPCRoutes: Sendable {
         if function.shape == .void { return Response(status: .noContent, headers: headers) }
         // As a read's: the rows answered, the total only when a count was asked for (a scalar's or a row's is 1).
         let rows = try results.last?.first?.decode(Int.self, at: 1) ?? 1
-        let asksForCount = Preferences.parse(headers: request.headers[values: .prefer]).count != nil
-        headers[.contentRange] = TableResponse.contentRange(0, rows - 1, asksForCount ? rows : nil)
+        headers[.contentRange] = TableResponse.contentRange(0, rows - 1, preferences.count != nil ? rows : nil)
         headers[.contentType] = "application/json; charset=utf-8"
         if head { return Response(status: .ok, headers: headers) }
         let body = try results.last?.first?.decode(String?.self, at: 0) ?? "null"
@@ -141,10 +142,10 @@ struct RPCRoutes: Sendable {
     /// pair, plain JSON accepted, no count and no `Range` asked for) or the function answers no rows of known
     /// columns: the call is then answered as it is.
     private func shapedPlan(
-        _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], readOnly: Bool, head: Bool
+        _ request: Request, _ function: RPCFunction, schema: String, pairs: [(key: String, value: String)], asksForCount: Bool,
+        readOnly: Bool, head: Bool
     ) throws -> TablePlan? {
         // Checked before any parsing: the common call (consume_quota) shapes nothing.
-        let asksForCount = request.headers[.prefer].map { _ in Preferences.parse(headers: request.headers[values: .prefer]).count != nil } ?? false
         let (mediaType, stripNulls) = try TableRequest.mediaType(request.headers[.accept])
         let asksForRange = readOnly && request.headers[.range] != nil
         guard pairs.contains(where: { $0.key != "apikey" }) || mediaType != .array || stripNulls || asksForCount || asksForRange else { return nil }

@@ -23,8 +23,7 @@ struct TableResponse {
             let lower = self.plan.offset
             // PostgREST's `rangeStatus`: an offset past the counted rows is 416, `Content-Range: */<total>`.
             if let countTotal, lower > countTotal {
-                var headers = self.headers(contentRange: Self.contentRange(lower, lower - 1, countTotal))
-                if let location = self.contentLocation { headers[.contentLocation] = location }
+                let headers = self.headers(contentRange: Self.contentRange(lower, lower - 1, countTotal))
                 throw APIError(
                     .rangeNotSatisfiable, code: PostgRESTCode.invalidRange, message: "Requested range not satisfiable",
                     details: "An offset of \(lower) was requested, but there are only \(countTotal) rows.", headers: headers)
@@ -32,7 +31,6 @@ struct TableResponse {
             if self.plan.singular, pageTotal != 1 { throw Self.notSingular(pageTotal) }
             let status: HTTPResponse.Status = countTotal.map { pageTotal < $0 ? .partialContent : .ok } ?? .ok
             var headers = self.headers(contentRange: Self.contentRange(lower, lower + pageTotal - 1, countTotal))
-            if let location = self.contentLocation { headers[.contentLocation] = location }
             headers[.contentType] = self.contentType
             return Response(status: status, headers: headers, body: head ? .init() : .init(byteBuffer: ByteBuffer(bytes: body ?? [])))
         case .insert:
@@ -86,6 +84,7 @@ struct TableResponse {
         var headers: HTTPFields = [.contentRange: contentRange]
         if let applied = self.preferenceApplied { headers[.preferenceApplied] = applied }
         if self.multipleSchemas { headers[.contentProfile] = self.schema }
+        if let location = self.contentLocation { headers[.contentLocation] = location }
         return headers
     }
 
