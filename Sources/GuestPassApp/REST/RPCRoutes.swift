@@ -81,12 +81,12 @@ struct RPCRoutes: Sendable {
         }
         let shaped = try self.shapedPlan(
             request, function, schema: schema, pairs: shaping, asksForCount: preferences.count != nil, readOnly: readOnlyRequest, head: head)
-        let statements =
-            [RequestSearchPath.statement(schema: schema, extra: self.catalog.extraSearchPath)]
-            + (try shaped.map {
-                TableStatements.settings(for: $0, role: caller.identity.role.rawValue)
-                    + [try RPCStatement.statement(for: function, arguments: arguments, plan: $0)]
-            } ?? [RPCStatement.statement(for: function, arguments: arguments)])
+        let statements = [
+            RequestSettings.statement(
+                schema: schema, extraSearchPath: self.catalog.extraSearchPath, plan: shaped, role: caller.identity.role.rawValue),
+            try shaped.map { try RPCStatement.statement(for: function, arguments: arguments, plan: $0) }
+                ?? RPCStatement.statement(for: function, arguments: arguments),
+        ]
         let results: [PostgresResult]
         do {
             if readOnlyRequest || function.isReadOnly {

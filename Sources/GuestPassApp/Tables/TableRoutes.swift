@@ -86,9 +86,10 @@ struct TableRoutes: Sendable {
             statement = try TableStatements.delete(plan)
         }
         let identity = context.caller.identity
-        let statements =
-            [RequestSearchPath.statement(schema: parsed.schema, extra: self.catalog.extraSearchPath)]
-            + TableStatements.settings(for: plan, role: identity.role.rawValue) + [statement]
+        let statements = [
+            RequestSettings.statement(schema: parsed.schema, extraSearchPath: self.catalog.extraSearchPath, plan: plan, role: identity.role.rawValue),
+            statement,
+        ]
         let results: [PostgresResult]
         if case .read = action {
             results = try await self.reads.run(identity, statements)

@@ -87,7 +87,7 @@ public final class SchemaCache: Sendable {
     private let pool: PostgresPool
     /// The exposed schemas (`GUESTPASS_DB_SCHEMAS`), the first the default.
     public let schemas: [String]
-    /// The schemas after the request's own in its `search_path` (`GUESTPASS_DB_EXTRA_SEARCH_PATH`; `RequestSearchPath`).
+    /// The schemas after the request's own in its `search_path` (`GUESTPASS_DB_EXTRA_SEARCH_PATH`; `RequestSettings`).
     public let extraSearchPath: [String]
     private let timeToLive: Duration
     private let retryInterval: Duration

@@ -83,21 +83,6 @@ public struct TableBody: Sendable {
 /// inserted rather than updated, or NULL). Identifiers come from the schema cache, values are bound (`TableSQL`); a request
 /// the builders cannot express is a `PostgRESTRefusal`.
 public enum TableStatements {
-    /// The settings a request's statement runs under, for the rest of its transaction: the role's `statement_timeout`
-    /// (`set_config('role', …)` does not apply a role's settings as a login does), so every statement of the request,
-    /// `count=exact` included, runs under it; and `Prefer: timezone=…` (the zone timestamps are written in), which
-    /// PostgreSQL checks (an unknown zone is its 22023, a 400), as PostgREST sets it.
-    public static func settings(for plan: TablePlan, role: String) -> [PostgresStatement] {
-        var settings: [PostgresStatement] = []
-        if let timeout = plan.catalog.statementTimeouts[role] {
-            settings.append(PostgresStatement("SELECT set_config('statement_timeout', $1, true)", [timeout], reusesPlan: true))
-        }
-        if let zone = plan.preferences.timezone {
-            settings.append(PostgresStatement("SELECT set_config('timezone', $1, true)", [zone], reusesPlan: true))
-        }
-        return settings
-    }
-
     /// A request's statement, its text the request's shape (values are bound): prepared once per connection while there
     /// is room (`reusesPlanWhileRoom`), so that PostgreSQL does not parse, analyse and plan it again on every request of
     /// that shape (about 60 % of PostgreSQL's time for a read of ten rows under row-level security). Every shape
