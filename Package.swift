@@ -149,16 +149,17 @@ let package = Package(
             name: "GuestPassObjectStore",
             dependencies: ["GuestPassCrypto", .asyncHTTPClient, .logging, .nioCore, .nioPosix, .nioHTTP1]
         ),
-        /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`) as a resource.
+        /// The HTTP service: `buildApplication` / `buildRouter` and the routes; `HTTP/openapi.json` (served at `/openapi.json`),
+        /// the operator console's templates and stylesheet as resources.
         .target(
             name: "GuestPassApp",
             dependencies: [
                 "GuestPassPostgres", "GuestPassCrypto", "GuestPassJSON", "GuestPassStore", "GuestPassDeviceCheck", "GuestPassApple",
                 "GuestPassMail", "PostgRESTGrammar", "RealtimeProtocol", "StorageProtocol", "GuestPassObjectStore",
                 .hummingbird, .hummingbirdWebSocket, .nioWebSocket, .nioHTTP1, .hummingbirdCore, .metrics, .prometheus, .nioCore,
-                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat, .nioPosix,
+                .nioConcurrencyHelpers, .httpTypes, .logging, .serviceLifecycle, .nioFoundationEssentialsCompat, .nioPosix, .mustache,
             ],
-            resources: [.copy("HTTP/openapi.json")]
+            resources: [.copy("HTTP/openapi.json"), .copy("Console/Templates"), .copy("Console/Assets/console.css")]
         ),
         /// The one stack set-up (database, migrations, apps, signing key) behind `guestpass dev up` and the test harness.
         .target(

@@ -354,6 +354,7 @@ class Server:
                 "LOG_FORMAT": "json",
                 "LOG_LEVEL": "debug",
                 "GUESTPASS_METRICS_ADDRESS": "127.0.0.1:0",  # a free port each: servers run side by side
+                "GUESTPASS_CONSOLE_ADDRESS": "off",  # the console's tests give theirs a port of its own
                 **self.env,
             }
             log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it

@@ -41,6 +41,18 @@ CREATE SCHEMA guestpass;
 COMMENT ON SCHEMA guestpass IS 'GuestPass internals: apps (tenants), API keys and server-side functions. Never exposed to clients.';
 
 --
+-- Name: guestpass_console; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA guestpass_console;
+
+--
+-- Name: SCHEMA guestpass_console; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON SCHEMA guestpass_console IS 'GuestPass: the operator console''s functions (the only thing role guestpass_console may use).';
+
+--
 -- Name: guestpass_server; Type: SCHEMA; Schema: -; Owner: -
 --
 
@@ -435,6 +447,140 @@ CREATE FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text)
 COMMENT ON FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text) IS 'GuestPass internal: p_address is p_user''s confirmed address: users.email, not anonymous, email among the providers, user_metadata.email_verified, email_confirmed_at (kept when already set), no pending change, and an email identity (subject = the user id) carrying the address.';
 
 --
+-- Name: console_app_counts(uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_app_counts(p_app uuid) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 b83e8d1478a60ac6 $$;
+
+--
+-- Name: FUNCTION console_app_counts(p_app uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_app_counts(p_app uuid) IS 'GuestPass internal (console): an app''s users, guests, and devices seen in the last 24 hours (active_today).';
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: operators; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.operators (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    email text NOT NULL,
+    password_hash text NOT NULL,
+    totp_secret bytea,
+    totp_required boolean DEFAULT false NOT NULL,
+    all_apps boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    disabled_at timestamp with time zone,
+    CONSTRAINT operators_email_check CHECK (((email = lower(email)) AND ((char_length(email) >= 3) AND (char_length(email) <= 320)))),
+    CONSTRAINT operators_totp_check CHECK (((NOT totp_required) OR (totp_secret IS NOT NULL)))
+);
+
+ALTER TABLE ONLY guestpass.operators FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE operators; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.operators IS 'GuestPass: people who sign in to the operator console (guestpass operators create). password_hash is the users'' KDF (scrypt PHC string); totp_secret the RFC 6238 key; all_apps, or only the apps of guestpass.operator_apps.';
+
+--
+-- Name: console_apps(guestpass.operators); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_apps(p_operator guestpass.operators) RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 4f49c501c6e2e906 $$;
+
+--
+-- Name: FUNCTION console_apps(p_operator guestpass.operators); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_apps(p_operator guestpass.operators) IS 'GuestPass internal (console): the ids of the apps the operator may see.';
+
+--
+-- Name: console_audit(guestpass.operators, uuid, uuid, text, jsonb, jsonb, jsonb); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_audit(p_operator guestpass.operators, p_app uuid, p_user uuid, p_action text, p_detail jsonb, p_before jsonb DEFAULT NULL::jsonb, p_after jsonb DEFAULT NULL::jsonb) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 21a47ca6b2a95623 $$;
+
+--
+-- Name: FUNCTION console_audit(p_operator guestpass.operators, p_app uuid, p_user uuid, p_action text, p_detail jsonb, p_before jsonb, p_after jsonb); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_audit(p_operator guestpass.operators, p_app uuid, p_user uuid, p_action text, p_detail jsonb, p_before jsonb, p_after jsonb) IS 'GuestPass internal (console): writes one audit row of an operator action.';
+
+--
+-- Name: console_may_see(guestpass.operators, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_may_see(p_operator guestpass.operators, p_app uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 14abf5f347f6f64c $$;
+
+--
+-- Name: FUNCTION console_may_see(p_operator guestpass.operators, p_app uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_may_see(p_operator guestpass.operators, p_app uuid) IS 'GuestPass internal (console): whether the operator may see app p_app (all apps, or one of its operator_apps).';
+
+--
+-- Name: console_operator(text, boolean); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_operator(p_session text, p_second_factor boolean DEFAULT true) RETURNS guestpass.operators
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 eb575eb54bf92674 $$;
+
+--
+-- Name: FUNCTION console_operator(p_session text, p_second_factor boolean); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_operator(p_session text, p_second_factor boolean) IS 'GuestPass internal (console): the operator of the live session whose token hash is p_session, its last use moved to now. A session ends when signed out, 30 minutes after its last use or 12 hours after it began; with p_second_factor (the default) one still waiting for its TOTP code does not count. Raises GPC01 otherwise.';
+
+--
+-- Name: console_require_app(guestpass.operators, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_require_app(p_operator guestpass.operators, p_app uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 dec5c097f4bde635 $$;
+
+--
+-- Name: FUNCTION console_require_app(p_operator guestpass.operators, p_app uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_require_app(p_operator guestpass.operators, p_app uuid) IS 'GuestPass internal (console): P0002 for an unknown app, 42501 for one the operator may not see.';
+
+--
+-- Name: console_require_user(guestpass.operators, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.console_require_user(p_operator guestpass.operators, p_user uuid) RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 33adcaaf4cab85dc $$;
+
+--
+-- Name: FUNCTION console_require_user(p_operator guestpass.operators, p_user uuid); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.console_require_user(p_operator guestpass.operators, p_user uuid) IS 'GuestPass internal (console): the app of user p_user; P0002 for an unknown user, 42501 for one of an app the operator may not see.';
+
+--
 -- Name: consume_at(uuid, text, timestamp with time zone, uuid); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -447,6 +593,21 @@ CREATE FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timest
 --
 
 COMMENT ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) IS 'GuestPass internal: consumes one unit for user p_user (of app p_app when given) at time p_at: premium (unmetered, counted), else the quota day''s free allowance (guestpass.quota_day), else one credit (ledger reason consume, idempotency key consume:<request id>). Returns {quota_remaining, daily_limit, credits_remaining, is_premium, resets_at, charged: premium|free|credit} (guestpass.quota_json plus charged). With p_request_id, a request id the user used before returns the stored first answer and charges nothing. When nothing is left raises PT429 ''quota exceeded'', detail = whole seconds until resets_at (at least 1), hint = resets_at=<ISO-8601 UTC>. Race-free: locks the user row first. Raises 22023 on bad arguments or an unknown user, 42501 on a user unknown in p_app (public.consume_quota passes the caller''s app).';
+
+--
+-- Name: create_operator(text, text, bytea, boolean, boolean, uuid[]); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 f813b59c62ba989a $$;
+
+--
+-- Name: FUNCTION create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]) IS 'GuestPass, for the guestpass CLI (the owner): a new console operator (email lower-cased, unique) with its password hash, TOTP secret and apps (p_all_apps, or the apps of p_apps). 22023 on a bad email, no apps or an unknown app; 23505 when the email is taken.';
 
 --
 -- Name: digests_equal(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -903,6 +1064,21 @@ CREATE FUNCTION guestpass.refuse_argument(p_message text) RETURNS void
 COMMENT ON FUNCTION guestpass.refuse_argument(p_message text) IS 'GuestPass internal: raises 22023 (invalid_parameter_value) with message p_message: the refusing branch of the inlinable argument checks guestpass.require_hex_sha256 and guestpass.check_rate_limit_arguments.';
 
 --
+-- Name: refuse_audit_change(); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.refuse_audit_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 aee1bcb72104d638 $$;
+
+--
+-- Name: FUNCTION refuse_audit_change(); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.refuse_audit_change() IS 'GuestPass internal: refuses every UPDATE and DELETE of guestpass.operator_audit (trigger operator_audit_append_only).';
+
+--
 -- Name: refuse_caller(text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1196,6 +1372,276 @@ CREATE FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) R
 --
 
 COMMENT ON FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) IS 'GuestPass internal: app_metadata with p_provider added as GoTrue shows providers: provider (the first one) and providers (every one, sorted, once each).';
+
+--
+-- Name: add_key(text, uuid, text, text, text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 b23da6358d721c21 $$;
+
+--
+-- Name: FUNCTION add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text) IS 'GuestPass console: records a new API key the server generated (only its hash and prefix). Audited.';
+
+--
+-- Name: app(text, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.app(p_session text, p_app uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 dbb2bc5c3cfcc447 $$;
+
+--
+-- Name: FUNCTION app(p_session text, p_app uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.app(p_session text, p_app uuid) IS 'GuestPass console: one app''s page: {id, name, created_at, settings (no key material, paths or SMTP password), keys [{id, kind, created_at, revoked_at}] (never a key or its hash), users, guests, active_today}.';
+
+--
+-- Name: apps(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.apps(p_session text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 fedd94cef1f0daaf $$;
+
+--
+-- Name: FUNCTION apps(p_session text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.apps(p_session text) IS 'GuestPass console: the operator''s apps, by name: [{id, name, users, guests, active_today}].';
+
+--
+-- Name: audit(text, uuid, bigint); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_before bigint) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 1f2defab05cc6bd7 $$;
+
+--
+-- Name: FUNCTION audit(p_session text, p_app uuid, p_before bigint); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_before bigint) IS 'GuestPass console: 50 audit rows, newest first, older than p_before when given: of app p_app, or of every app of the operator (with the operator''s own sign-ins).';
+
+--
+-- Name: change_credits(text, uuid, integer, text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 27508c438c0a29bb $$;
+
+--
+-- Name: FUNCTION change_credits(p_session text, p_user uuid, p_delta integer, p_reason text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) IS 'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 192 characters, through guestpass.apply_credit_change (ledger reason ''operator: <reason>''); taking more than the balance is 22023. Returns the new balance. Audited with the balance before and after.';
+
+--
+-- Name: end_session(text, uuid, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.end_session(p_session text, p_user uuid, p_session_id uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 32a4cadd3c6ffda2 $$;
+
+--
+-- Name: FUNCTION end_session(p_session text, p_user uuid, p_session_id uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.end_session(p_session text, p_user uuid, p_session_id uuid) IS 'GuestPass console: ends a live session of the user (its refresh tokens too; its access tokens are refused where sessions are checked). Audited.';
+
+--
+-- Name: find_users(text, text, text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.find_users(p_session text, p_kind text, p_value text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 0e8ea7c361de3b32 $$;
+
+--
+-- Name: FUNCTION find_users(p_session text, p_kind text, p_value text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.find_users(p_session text, p_kind text, p_value text) IS 'GuestPass console: the users of the operator''s apps found by one exact, indexed look-up: p_kind user_id, device_id, email (case-insensitive), share_code or apple_subject (22023 for another kind; a malformed id finds none). [{user_id, app_id, app_name, email, is_anonymous, created_at}].';
+
+--
+-- Name: revoke_device(text, uuid, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.revoke_device(p_session text, p_user uuid, p_device uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 cb73fe71fd1fcdcb $$;
+
+--
+-- Name: FUNCTION revoke_device(p_session text, p_user uuid, p_device uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.revoke_device(p_session text, p_user uuid, p_device uuid) IS 'GuestPass console: revokes a live device of the user as public.revoke_device does (its sessions and refresh tokens end, its secret signs in no more), the account''s last way in included. Audited.';
+
+--
+-- Name: revoke_key(text, uuid, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 af2997681f768fba $$;
+
+--
+-- Name: FUNCTION revoke_key(p_session text, p_app uuid, p_key uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) IS 'GuestPass console: revokes a live API key of the app (P0002 when there is none). Audited.';
+
+--
+-- Name: second_factor_done(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.second_factor_done(p_session text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 a0dbd91cfbe0c462 $$;
+
+--
+-- Name: FUNCTION second_factor_done(p_session text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.second_factor_done(p_session text) IS 'GuestPass console: the session''s TOTP code was right (checked by the server): the session is complete. Audited.';
+
+--
+-- Name: session(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.session(p_session text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 a4e8ae31c1191a23 $$;
+
+--
+-- Name: FUNCTION session(p_session text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.session(p_session text) IS 'GuestPass console: {operator_id, email, all_apps, second_factor_done} of a live session (one waiting for its code included); GPC01 otherwise.';
+
+--
+-- Name: set_app_quota(text, uuid, integer, integer); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 a1d970075ff085a4 $$;
+
+--
+-- Name: FUNCTION set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer) IS 'GuestPass console: sets an app''s free readings per day and welcome grant (each ≥ 0, else 22023). Audited.';
+
+--
+-- Name: set_premium(text, uuid, boolean); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.set_premium(p_session text, p_user uuid, p_premium boolean) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 1e181ed005e13943 $$;
+
+--
+-- Name: FUNCTION set_premium(p_session text, p_user uuid, p_premium boolean); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.set_premium(p_session text, p_user uuid, p_premium boolean) IS 'GuestPass console: turns premium on or off for the user. Audited.';
+
+--
+-- Name: sign_in_failed(text, text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.sign_in_failed(p_email text, p_address text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 b4850b6c19a21d5c $$;
+
+--
+-- Name: FUNCTION sign_in_failed(p_email text, p_address text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.sign_in_failed(p_email text, p_address text) IS 'GuestPass console: records a failed password or code of email p_email from p_address (failures older than a day are dropped on the way).';
+
+--
+-- Name: sign_in_lookup(text, text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 d359b5c669f87d01 $$;
+
+--
+-- Name: FUNCTION sign_in_lookup(p_email text, p_address text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) IS 'GuestPass console: what a sign-in checks for email p_email from client address p_address: {limited} alone when 5 failures of that email or 20 of that address happened in the last 15 minutes, or when no enabled operator has that email; else also operator_id, password_hash, totp_secret (base64) and totp_required.';
+
+--
+-- Name: sign_in_succeeded(uuid, text, text, boolean); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 209dcd07a5b5bb62 $$;
+
+--
+-- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) IS 'GuestPass console: a session for operator p_operator after its password matched (token and CSRF token hashes); p_second_factor_done only for an operator without a TOTP secret (22023 otherwise). Audited as sign_in once complete.';
+
+--
+-- Name: sign_out(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.sign_out(p_session text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 17168821c0b88049 $$;
+
+--
+-- Name: FUNCTION sign_out(p_session text); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.sign_out(p_session text) IS 'GuestPass console: ends the session.';
+
+--
+-- Name: user_page(text, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.user_page(p_session text, p_user uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 1cd4d54e61d186be $$;
+
+--
+-- Name: FUNCTION user_page(p_session text, p_user uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.user_page(p_session text, p_user uuid) IS 'GuestPass console: a user''s page: user, app_name, quota (get_quota''s object), welcome (claimed, DeviceCheck claims), identities, devices, sessions (last 50), ledger (last 100, newest first), partners, pending_codes (kind and expiry, never a code), audit (last 50). P0002 unknown user; 42501 another app''s.';
 
 --
 -- Name: app_apple_settings(); Type: FUNCTION; Schema: guestpass_server; Owner: -
@@ -2184,10 +2630,6 @@ CREATE FUNCTION storage.foldername(name text) RETURNS text[]
 
 COMMENT ON FUNCTION storage.foldername(name text) IS 'Supabase''s helper: the folders of an object name, every segment but the last (''a/b/c.png'' → {a,b}).';
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
 -- Name: account_codes; Type: TABLE; Schema: guestpass; Owner: -
 --
@@ -2953,6 +3395,104 @@ ALTER TABLE guestpass.mail_outbox ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 );
 
 --
+-- Name: operator_apps; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.operator_apps (
+    operator_id uuid NOT NULL,
+    app_id uuid NOT NULL
+);
+
+ALTER TABLE ONLY guestpass.operator_apps FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_audit; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.operator_audit (
+    id bigint NOT NULL,
+    operator_id uuid NOT NULL,
+    operator_email text NOT NULL,
+    app_id uuid,
+    user_id uuid,
+    action text NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL,
+    before jsonb,
+    after jsonb,
+    at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY guestpass.operator_audit FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE operator_audit; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.operator_audit IS 'GuestPass: every operator action, written in the transaction of the action: who (operator id and email as they were), when, what (action, detail), the values before and after. Rows outlive their operator, app and user (no foreign keys); a trigger refuses UPDATE and DELETE for every role, the owner included.';
+
+--
+-- Name: operator_audit_id_seq; Type: SEQUENCE; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME guestpass.operator_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: operator_sessions; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.operator_sessions (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    operator_id uuid NOT NULL,
+    token_hash text NOT NULL,
+    csrf_token_hash text NOT NULL,
+    second_factor_done boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    ended_at timestamp with time zone
+);
+
+ALTER TABLE ONLY guestpass.operator_sessions FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: TABLE operator_sessions; Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON TABLE guestpass.operator_sessions IS 'GuestPass: console sign-ins. token_hash is the SHA-256 of the cookie''s token (the token itself is never stored); a session ends when signed out, 30 minutes after its last use, or 12 hours after it began.';
+
+--
+-- Name: operator_sign_in_failures; Type: TABLE; Schema: guestpass; Owner: -
+--
+
+CREATE TABLE guestpass.operator_sign_in_failures (
+    id bigint NOT NULL,
+    email text NOT NULL,
+    address text NOT NULL,
+    failed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY guestpass.operator_sign_in_failures FORCE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_sign_in_failures_id_seq; Type: SEQUENCE; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_sign_in_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME guestpass.operator_sign_in_failures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: rate_limits; Type: TABLE; Schema: guestpass; Owner: -
 --
 
@@ -3547,6 +4087,55 @@ ALTER TABLE ONLY guestpass.mail_outbox
     ADD CONSTRAINT mail_outbox_pkey PRIMARY KEY (id);
 
 --
+-- Name: operator_apps operator_apps_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_apps
+    ADD CONSTRAINT operator_apps_pkey PRIMARY KEY (operator_id, app_id);
+
+--
+-- Name: operator_audit operator_audit_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_audit
+    ADD CONSTRAINT operator_audit_pkey PRIMARY KEY (id);
+
+--
+-- Name: operator_sessions operator_sessions_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_sessions
+    ADD CONSTRAINT operator_sessions_pkey PRIMARY KEY (id);
+
+--
+-- Name: operator_sessions operator_sessions_token_hash_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_sessions
+    ADD CONSTRAINT operator_sessions_token_hash_key UNIQUE (token_hash);
+
+--
+-- Name: operator_sign_in_failures operator_sign_in_failures_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_sign_in_failures
+    ADD CONSTRAINT operator_sign_in_failures_pkey PRIMARY KEY (id);
+
+--
+-- Name: operators operators_email_key; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operators
+    ADD CONSTRAINT operators_email_key UNIQUE (email);
+
+--
+-- Name: operators operators_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operators
+    ADD CONSTRAINT operators_pkey PRIMARY KEY (id);
+
+--
 -- Name: rate_limits rate_limits_pkey; Type: CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -3765,6 +4354,42 @@ CREATE INDEX mail_outbox_due_idx ON guestpass.mail_outbox USING btree (next_atte
 CREATE INDEX mail_outbox_recipient_idx ON guestpass.mail_outbox USING btree (app_id, recipient, created_at);
 
 --
+-- Name: operator_apps_app_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_apps_app_id_idx ON guestpass.operator_apps USING btree (app_id);
+
+--
+-- Name: operator_audit_app_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_audit_app_id_idx ON guestpass.operator_audit USING btree (app_id, id);
+
+--
+-- Name: operator_audit_user_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_audit_user_id_idx ON guestpass.operator_audit USING btree (user_id, id);
+
+--
+-- Name: operator_sessions_operator_id_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_sessions_operator_id_idx ON guestpass.operator_sessions USING btree (operator_id);
+
+--
+-- Name: operator_sign_in_failures_address_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_sign_in_failures_address_idx ON guestpass.operator_sign_in_failures USING btree (address, failed_at);
+
+--
+-- Name: operator_sign_in_failures_email_idx; Type: INDEX; Schema: guestpass; Owner: -
+--
+
+CREATE INDEX operator_sign_in_failures_email_idx ON guestpass.operator_sign_in_failures USING btree (email, failed_at);
+
+--
 -- Name: realtime_changes_xid_idx; Type: INDEX; Schema: guestpass; Owner: -
 --
 
@@ -3841,6 +4466,18 @@ CREATE INDEX objects_bucket_name_prefix_idx ON storage.objects USING btree (app_
 --
 
 CREATE INDEX objects_owner_idx ON storage.objects USING btree (owner, app_id) WHERE (owner IS NOT NULL);
+
+--
+-- Name: operator_audit operator_audit_append_only; Type: TRIGGER; Schema: guestpass; Owner: -
+--
+
+CREATE TRIGGER operator_audit_append_only BEFORE DELETE OR UPDATE ON guestpass.operator_audit FOR EACH ROW EXECUTE FUNCTION guestpass.refuse_audit_change();
+
+--
+-- Name: operator_audit operator_audit_no_truncate; Type: TRIGGER; Schema: guestpass; Owner: -
+--
+
+CREATE TRIGGER operator_audit_no_truncate BEFORE TRUNCATE ON guestpass.operator_audit FOR EACH STATEMENT EXECUTE FUNCTION guestpass.refuse_audit_change();
 
 --
 -- Name: users users_check_credits_balance; Type: TRIGGER; Schema: public; Owner: -
@@ -4033,6 +4670,27 @@ ALTER TABLE ONLY guestpass.mail_outbox
     ADD CONSTRAINT mail_outbox_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
 
 --
+-- Name: operator_apps operator_apps_app_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_apps
+    ADD CONSTRAINT operator_apps_app_id_fkey FOREIGN KEY (app_id) REFERENCES guestpass.apps(id) ON DELETE CASCADE;
+
+--
+-- Name: operator_apps operator_apps_operator_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_apps
+    ADD CONSTRAINT operator_apps_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES guestpass.operators(id) ON DELETE CASCADE;
+
+--
+-- Name: operator_sessions operator_sessions_operator_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE ONLY guestpass.operator_sessions
+    ADD CONSTRAINT operator_sessions_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES guestpass.operators(id) ON DELETE CASCADE;
+
+--
 -- Name: refresh_tokens refresh_tokens_session_id_fkey; Type: FK CONSTRAINT; Schema: guestpass; Owner: -
 --
 
@@ -4212,6 +4870,36 @@ ALTER TABLE guestpass.identities ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE guestpass.mail_outbox ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_apps; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_apps ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_audit; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_audit ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_sessions; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operator_sign_in_failures; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operator_sign_in_failures ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: operators; Type: ROW SECURITY; Schema: guestpass; Owner: -
+--
+
+ALTER TABLE guestpass.operators ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_limits; Type: ROW SECURITY; Schema: guestpass; Owner: -
@@ -4394,6 +5082,12 @@ COMMENT ON PUBLICATION supabase_realtime IS 'GuestPass: the tables Realtime capt
 GRANT USAGE ON SCHEMA auth TO anon;
 GRANT USAGE ON SCHEMA auth TO authenticated;
 GRANT USAGE ON SCHEMA auth TO service_role;
+
+--
+-- Name: SCHEMA guestpass_console; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA guestpass_console TO guestpass_console;
 
 --
 -- Name: SCHEMA guestpass_server; Type: ACL; Schema: -; Owner: -
@@ -4582,10 +5276,58 @@ REVOKE ALL ON FUNCTION guestpass.clock() FROM PUBLIC;
 REVOKE ALL ON FUNCTION guestpass.confirm_email(p_app uuid, p_user uuid, p_address text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION console_app_counts(p_app uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_app_counts(p_app uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_apps(p_operator guestpass.operators); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_apps(p_operator guestpass.operators) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_audit(p_operator guestpass.operators, p_app uuid, p_user uuid, p_action text, p_detail jsonb, p_before jsonb, p_after jsonb); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_audit(p_operator guestpass.operators, p_app uuid, p_user uuid, p_action text, p_detail jsonb, p_before jsonb, p_after jsonb) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_may_see(p_operator guestpass.operators, p_app uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_may_see(p_operator guestpass.operators, p_app uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_operator(p_session text, p_second_factor boolean); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_operator(p_session text, p_second_factor boolean) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_require_app(p_operator guestpass.operators, p_app uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_require_app(p_operator guestpass.operators, p_app uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION console_require_user(p_operator guestpass.operators, p_user uuid); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.console_require_user(p_operator guestpass.operators, p_user uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid); Type: ACL; Schema: guestpass; Owner: -
 --
 
 REVOKE ALL ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at timestamp with time zone, p_app uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]) FROM PUBLIC;
 
 --
 -- Name: FUNCTION digests_equal(p_a text, p_b text); Type: ACL; Schema: guestpass; Owner: -
@@ -4774,6 +5516,12 @@ REVOKE ALL ON FUNCTION guestpass.realtime_presence_meta(p_meta jsonb, p_ref text
 REVOKE ALL ON FUNCTION guestpass.refuse_argument(p_message text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION refuse_audit_change(); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.refuse_audit_change() FROM PUBLIC;
+
+--
 -- Name: FUNCTION refuse_caller(p_message text); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -4898,6 +5646,132 @@ REVOKE ALL ON FUNCTION guestpass.user_references(p_schemas text[]) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION guestpass.with_provider(p_app_metadata jsonb, p_provider text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.add_key(p_session text, p_app uuid, p_kind text, p_key_hash text, p_key_prefix text) TO guestpass_console;
+
+--
+-- Name: FUNCTION app(p_session text, p_app uuid); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.app(p_session text, p_app uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.app(p_session text, p_app uuid) TO guestpass_console;
+
+--
+-- Name: FUNCTION apps(p_session text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.apps(p_session text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.apps(p_session text) TO guestpass_console;
+
+--
+-- Name: FUNCTION audit(p_session text, p_app uuid, p_before bigint); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_before bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_before bigint) TO guestpass_console;
+
+--
+-- Name: FUNCTION change_credits(p_session text, p_user uuid, p_delta integer, p_reason text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) TO guestpass_console;
+
+--
+-- Name: FUNCTION end_session(p_session text, p_user uuid, p_session_id uuid); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.end_session(p_session text, p_user uuid, p_session_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.end_session(p_session text, p_user uuid, p_session_id uuid) TO guestpass_console;
+
+--
+-- Name: FUNCTION find_users(p_session text, p_kind text, p_value text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.find_users(p_session text, p_kind text, p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.find_users(p_session text, p_kind text, p_value text) TO guestpass_console;
+
+--
+-- Name: FUNCTION revoke_device(p_session text, p_user uuid, p_device uuid); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.revoke_device(p_session text, p_user uuid, p_device uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.revoke_device(p_session text, p_user uuid, p_device uuid) TO guestpass_console;
+
+--
+-- Name: FUNCTION revoke_key(p_session text, p_app uuid, p_key uuid); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) TO guestpass_console;
+
+--
+-- Name: FUNCTION second_factor_done(p_session text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.second_factor_done(p_session text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.second_factor_done(p_session text) TO guestpass_console;
+
+--
+-- Name: FUNCTION session(p_session text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.session(p_session text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.session(p_session text) TO guestpass_console;
+
+--
+-- Name: FUNCTION set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.set_app_quota(p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer) TO guestpass_console;
+
+--
+-- Name: FUNCTION set_premium(p_session text, p_user uuid, p_premium boolean); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.set_premium(p_session text, p_user uuid, p_premium boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.set_premium(p_session text, p_user uuid, p_premium boolean) TO guestpass_console;
+
+--
+-- Name: FUNCTION sign_in_failed(p_email text, p_address text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.sign_in_failed(p_email text, p_address text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.sign_in_failed(p_email text, p_address text) TO guestpass_console;
+
+--
+-- Name: FUNCTION sign_in_lookup(p_email text, p_address text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) TO guestpass_console;
+
+--
+-- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) TO guestpass_console;
+
+--
+-- Name: FUNCTION sign_out(p_session text); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.sign_out(p_session text) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.sign_out(p_session text) TO guestpass_console;
+
+--
+-- Name: FUNCTION user_page(p_session text, p_user uuid); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.user_page(p_session text, p_user uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.user_page(p_session text, p_user uuid) TO guestpass_console;
 
 --
 -- Name: FUNCTION app_apple_settings(); Type: ACL; Schema: guestpass_server; Owner: -

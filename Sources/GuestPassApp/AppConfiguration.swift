@@ -49,6 +49,11 @@ public struct AppConfiguration: Sendable {
     public var auth: AuthConfiguration
     /// The Prometheus listener (`GUESTPASS_METRICS_ADDRESS`, `host:port`, default 127.0.0.1:9464; `off` for none).
     public var metricsAddress: (host: String, port: Int)? = ("127.0.0.1", 9464)
+    /// The operator console's listener (`GUESTPASS_CONSOLE_ADDRESS`, `host:port`, default 127.0.0.1:9465; `off` for
+    /// none). The console runs only when `consoleDatabaseURL` is set too.
+    public var consoleAddress: (host: String, port: Int)? = ("127.0.0.1", 9465)
+    /// libpq URL of the console's login role, `guestpass_console` (`GUESTPASS_CONSOLE_DATABASE_URL`): nil, no console.
+    public var consoleDatabaseURL: String?
     /// Set when graceful shutdown begins (`ShutdownDrain`): `/health/ready` then answers 503.
     public var readiness = ReadinessGate()
     /// How long readiness answers 503 before the server stops accepting connections (`GUESTPASS_SHUTDOWN_DRAIN_MS`,
@@ -109,15 +114,12 @@ public struct AppConfiguration: Sendable {
             self.shutdownDrain = .milliseconds(value)
         }
         if let address = environment[ListenerVariable.metricsAddress], !address.isEmpty {
-            if address == "off" {
-                self.metricsAddress = nil
-            } else {
-                guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-                    (0...65535).contains(port), colon > address.startIndex
-                else { throw ConfigurationError("\(ListenerVariable.metricsAddress) must be host:port or off, got \(address)") }
-                self.metricsAddress = (String(address[..<colon]), port)
-            }
+            self.metricsAddress = try Self.address(address, ListenerVariable.metricsAddress)
         }
+        if let address = environment[ListenerVariable.consoleAddress], !address.isEmpty {
+            self.consoleAddress = try Self.address(address, ListenerVariable.consoleAddress)
+        }
+        if let url = environment[Self.consoleDatabaseURLVariable], !url.isEmpty { self.consoleDatabaseURL = url }
         if let url = environment["GUESTPASS_PUBLIC_URL"], !url.isEmpty {
             guard url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url) != nil else {
                 throw ConfigurationError("GUESTPASS_PUBLIC_URL must be an http or https URL, got \(url)")
@@ -147,6 +149,18 @@ public struct AppConfiguration: Sendable {
         return value
     }
 
+    /// The variable naming the console's database URL.
+    public static let consoleDatabaseURLVariable = "GUESTPASS_CONSOLE_DATABASE_URL"
+
+    /// A listener's `host:port`, or nil for `off`; anything else throws "<variable> must be host:port or off".
+    private static func address(_ text: String, _ variable: String) throws -> (host: String, port: Int)? {
+        if text == "off" { return nil }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
+            colon > text.startIndex
+        else { throw ConfigurationError("\(variable) must be host:port or off, got \(text)") }
+        return (String(text[..<colon]), port)
+    }
+
     /// The exposed schemas of `GUESTPASS_DB_SCHEMAS` (comma-separated; `public` when unset or empty): app schemas only,
     /// never GuestPass's own or PostgreSQL's. The one parser of the variable (`serve`, `prune`).
     public static func exposedSchemas(_ value: String?) throws -> [String] {
@@ -171,6 +185,17 @@ public struct AppConfiguration: Sendable {
 
     /// The pool settings derived from this configuration.
     public var postgres: PostgresConfiguration { self.pool(url: self.databaseURL, applicationName: "guestpass-serve") }
+
+    /// The console's pool settings (a few connections as `guestpass_console`), when the console is configured.
+    public var postgresConsole: PostgresConfiguration? {
+        guard let url = self.consoleDatabaseURL, self.consoleAddress != nil else { return nil }
+        var configuration = PostgresConfiguration(url: url)
+        configuration.maxConnections = 4
+        configuration.acquireTimeout = self.databaseAcquireTimeout
+        configuration.applicationName = "guestpass-console"
+        configuration.poolMode = self.databasePoolMode
+        return configuration
+    }
 
     /// The read replica's pool settings, when `databaseReadURL` is set (same size and limits as the primary's).
     public var postgresRead: PostgresConfiguration? {

@@ -29,14 +29,16 @@ public func buildApplication(
             pool: pool, backend: $0, signer: StorageSigner(refreshTokenKey: tokens.configuration.refreshTokenKey),
             uploadGraceSeconds: configuration.storage.uploadGraceSeconds, signedUploadSeconds: configuration.storage.signedUploadSeconds)
     }
+    let history = ServiceHistory()
     let router = buildRouter(
-        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage,
+        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage, history: history,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
     var services: [any Service] = [
         pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger),
         RealtimeChangeFeed(services: realtime, logger: logger),
+        ServiceHistorySampler(history: history, pool: pool, sockets: { realtime.hub.socketCount }),
     ]
     PasswordHasher.warmUp
     let publicURL = NIOLockedValueBox(configuration.publicURL ?? "http://\(configuration.host):\(configuration.port)")
@@ -62,6 +64,13 @@ public func buildApplication(
             ListenerService(
                 buildMetricsServer(registry: registry, pools: pools, host: listener.host, port: listener.port, logger: logger), listener: listener))
     }
+    if let consoleConfiguration = configuration.postgresConsole, let listener = configuration.consoleListener {
+        let consolePool = PostgresPool(configuration: consoleConfiguration, logger: logger)
+        let console = try buildConsoleServer(
+            pool: consolePool, history: history, listener: listener,
+            secureCookies: configuration.publicURL?.hasPrefix("https://") ?? false, logger: logger)
+        services.append(ListenerService(console, listener: listener))
+    }
     // The Realtime socket's upgrade is decided by a router of its own; what it refuses falls through to `router`.
     let webSocketRouter = Router(context: AppRequestContext.self)
     RealtimeRoutes(services: realtime, authenticator: authenticator).registerUpgrade(on: webSocketRouter)
@@ -85,16 +94,16 @@ public func buildApplication(
 }
 
 /// Builds the router: every route of the service. `readPool` (a streaming replica) serves read-only RPC; nil sends
-/// everything to `pool`.
+/// everything to `pool`. `history` counts every answer for the operator console's health page.
 func buildRouter(
     pool: PostgresPool, readPool: PostgresPool? = nil, tokens: TokenService, authenticator: Authenticator, catalog: SchemaCache,
-    storage: StorageServices? = nil, deviceCheck: DeviceCheckClients,
+    storage: StorageServices? = nil, history: ServiceHistory? = nil, deviceCheck: DeviceCheckClients,
     apple: AppleVerifiers,
     readiness: ReadinessGate = ReadinessGate(), afterAppleUpdate: @escaping @Sendable () async throws -> Void, maxRows: Int = 1000
 ) -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestLogMiddleware(level: .info))
-    router.add(middleware: RequestMetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware(history: history))
     // Routes outside the groups (health, unknown paths); each group below declares its own dialect.
     router.add(middleware: ErrorMiddleware(dialect: .goTrue))
     let functions = ServerFunctions(pool: pool)

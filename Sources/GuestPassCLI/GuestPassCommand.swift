@@ -13,7 +13,7 @@ struct GuestPassCommand: AsyncParsableCommand {
         version: versionLine,
         subcommands: [
             ServeCommand.self, MigrateCommand.self, AppsCommand.self, KeysCommand.self, DevCommand.self, DeviceCheckStandInCommand.self,
-            AppleStandInCommand.self, PruneCommand.self,
+            AppleStandInCommand.self, PruneCommand.self, OperatorsCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -69,6 +69,8 @@ public enum DevStack {
         public var ownerURL: String
         /// As `guestpass_authenticator`, the login role `guestpass serve` uses.
         public var loginURL: String
+        /// As `guestpass_console`, the operator console's login role (`GUESTPASS_CONSOLE_DATABASE_URL`).
+        public var consoleURL: String?
         public var apps: [App]
         public var jwtSigningKeyFile: String?
         /// `DATABASE_URL` and `GUESTPASS_JWT_SIGNING_KEY_FILE` for `guestpass serve`.
@@ -76,12 +78,15 @@ public enum DevStack {
 
         enum CodingKeys: String, CodingKey {
             case database, databaseIdentity = "database_identity", ownerURL = "owner_url", loginURL = "login_url", apps
+            case consoleURL = "console_url"
             case jwtSigningKeyFile = "jwt_signing_key_file", serveEnvironment = "serve_environment"
         }
     }
 
     /// The role `guestpass serve` logs in as (created by the core migrations).
     public static let loginRole = "guestpass_authenticator"
+    /// The role the operator console logs in as (created by the core migrations).
+    public static let consoleRole = "guestpass_console"
 
     /// Brings the stack of `plan` up and describes it.
     public static func up(_ plan: Plan, logger: Logger) async throws -> Description {
@@ -113,10 +118,11 @@ public enum DevStack {
 
         if let file = plan.signingKeyFile { try Self.ensureSigningKey(at: file) }
         let loginURL = Self.url(plan.clusterURL, database: plan.database, user: Self.loginRole)
-        var environment = ["DATABASE_URL": loginURL]
+        let consoleURL = Self.url(plan.clusterURL, database: plan.database, user: Self.consoleRole)
+        var environment = ["DATABASE_URL": loginURL, "GUESTPASS_CONSOLE_DATABASE_URL": consoleURL]
         environment["GUESTPASS_JWT_SIGNING_KEY_FILE"] = plan.signingKeyFile
         return Description(
-            database: plan.database, databaseIdentity: identity, ownerURL: ownerURL, loginURL: loginURL, apps: apps,
+            database: plan.database, databaseIdentity: identity, ownerURL: ownerURL, loginURL: loginURL, consoleURL: consoleURL, apps: apps,
             jwtSigningKeyFile: plan.signingKeyFile, serveEnvironment: environment
         )
     }

@@ -38,6 +38,10 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let tooManyConnections = SQLState("53300")
     public static let lockNotAvailable = SQLState("55P03")
     public static let invalidParameterValue = SQLState("22023")
+    /// `no_data_found`: a function found no such row (the console: an unknown user, app, device, session or key).
+    public static let noDataFound = SQLState("P0002")
+    /// `GPC01`: the operator console's session is missing, over, or still waiting for its second factor.
+    public static let consoleNotSignedIn = SQLState("GPC01")
     /// GuestPass's own: a rate limit or quota is exhausted (HTTP 429; the detail holds the seconds to wait).
     public static let rateLimited = SQLState("PT429")
     /// `PT401`: raised by `guestpass.ensure_guest_device` for a revoked device (HTTP 401).

@@ -57,7 +57,11 @@ import Testing
             let key = try #require(FileManager.default.contents(atPath: plan.signingKeyFile!))
             let mode = try FileManager.default.attributesOfItem(atPath: plan.signingKeyFile!)[.posixPermissions] as? Int
             #expect(mode == 0o600, "the signing key is private")
-            #expect(first.serveEnvironment == ["DATABASE_URL": first.loginURL, "GUESTPASS_JWT_SIGNING_KEY_FILE": plan.signingKeyFile!])
+            #expect(
+                first.serveEnvironment == [
+                    "DATABASE_URL": first.loginURL, "GUESTPASS_JWT_SIGNING_KEY_FILE": plan.signingKeyFile!,
+                    "GUESTPASS_CONSOLE_DATABASE_URL": try #require(first.consoleURL),
+                ])
 
             plan.previous = first
             plan.appNames = ["one", "two", "three"]
@@ -72,6 +76,11 @@ import Testing
                 try await $0.execute("SELECT current_user::text").rows[0].decode(String.self, at: 0)
             }
             #expect(answer == DevStack.loginRole)
+            // The operator console logs in from its own URL, as its own role.
+            let console = try await withShutdown(PostgresPool(configuration: PostgresConfiguration(url: try #require(second.consoleURL)))) {
+                try await $0.execute("SELECT current_user::text").rows[0].decode(String.self, at: 0)
+            }
+            #expect(console == DevStack.consoleRole)
         }
     }
 

@@ -42,9 +42,10 @@ gp_ensure_apt() {
 # Packages every script needs to build and run guestpass against a local cluster.
 # shellcheck disable=SC2034
 GP_BASE_PACKAGES=(postgresql-15 postgresql-client-15 libpq-dev libssl-dev libcurl4-openssl-dev)
-# Extra packages for the SQL policy suite and the end-to-end suite (which runs through PgBouncer).
+# Extra packages for the SQL policy suite, the end-to-end suite (which runs through PgBouncer) and its browser tests
+# of the operator console (Debian's chromium and its driver).
 # shellcheck disable=SC2034
-GP_TEST_PACKAGES=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer)
+GP_TEST_PACKAGES=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer chromium chromium-driver)
 
 # guestpass binary path (after swift build).
 gp_bin_path() {

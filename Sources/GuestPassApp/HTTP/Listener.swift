@@ -36,6 +36,8 @@ extension AppConfiguration {
         public static let port = "GUESTPASS_PORT"
         /// The metrics listener's `host:port`, or `off`.
         public static let metricsAddress = "GUESTPASS_METRICS_ADDRESS"
+        /// The operator console's `host:port`, or `off`.
+        public static let consoleAddress = "GUESTPASS_CONSOLE_ADDRESS"
     }
 
     /// The API's listener (`GUESTPASS_HOST`, `GUESTPASS_PORT`).
@@ -48,6 +50,15 @@ extension AppConfiguration {
         self.metricsAddress.map { Listener(name: "metrics listener", host: $0.host, port: $0.port, setting: ListenerVariable.metricsAddress) }
     }
 
+    /// The operator console's listener (`GUESTPASS_CONSOLE_ADDRESS`); nil when it is `off` or the console has no
+    /// database URL.
+    public var consoleListener: Listener? {
+        guard self.consoleDatabaseURL != nil else { return nil }
+        return self.consoleAddress.map { Listener(name: "console listener", host: $0.host, port: $0.port, setting: ListenerVariable.consoleAddress) }
+    }
+
     /// Every listener `serve` opens, the API's first.
-    public var listeners: [Listener] { [self.apiListener] + (self.metricsListener.map { [$0] } ?? []) }
+    public var listeners: [Listener] {
+        [self.apiListener] + (self.metricsListener.map { [$0] } ?? []) + (self.consoleListener.map { [$0] } ?? [])
+    }
 }

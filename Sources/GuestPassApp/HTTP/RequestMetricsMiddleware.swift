@@ -12,8 +12,15 @@ import NIOConcurrencyHelpers
 /// closure that runs after the body is written. A wrapped body costs Hummingbird's one-write fast path: the head and the
 /// body went out in two `write` calls, two TCP segments, on every response. The latency therefore ends when the
 /// response is ready, not when its last byte is handed to the socket (for these small bodies, microseconds apart).
+///
+/// Each answered request is also counted in `history`, the console's in-memory hour (`ServiceHistory`).
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache = RequestMetricsCache()
+    let history: ServiceHistory?
+
+    init(history: ServiceHistory? = nil) {
+        self.history = history
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -24,13 +31,19 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             let response = try await next(request, context)
             let metrics = self.cache.endpoint(context.endpointPath ?? "Unknown", request.method, response.status)
             metrics.requests.increment()
-            metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - started)
+            let elapsed = DispatchTime.now().uptimeNanoseconds - started
+            metrics.duration.recordNanoseconds(elapsed)
+            self.history?.record(
+                path: request.uri.path, route: context.endpointPath ?? "Unknown", status: Int(response.status.code), nanoseconds: elapsed)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
             let metrics = self.cache.endpoint(context.endpointPath ?? "NotFound", request.method, status)
             metrics.requests.increment()
             metrics.errors.increment()
+            self.history?.record(
+                path: request.uri.path, route: context.endpointPath ?? "NotFound", status: Int(status.code),
+                nanoseconds: DispatchTime.now().uptimeNanoseconds - started)
             throw error
         }
     }

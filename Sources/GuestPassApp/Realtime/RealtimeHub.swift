@@ -92,6 +92,9 @@ final class RealtimeHub: Sendable {
         }
     }
 
+    /// The sockets open now (the console's health page).
+    var socketCount: Int { self.state.withLockedValue { $0.sockets.count } }
+
     /// Whether `admit` would refuse a socket from `address` for `app` now (checked before the upgrade, so the
     /// refusal can be an HTTP 429; `admit` checks again).
     func wouldRefuse(address: String, app: UUID) -> Bool {

@@ -1,0 +1,110 @@
+-- the operator console (17_console.sql): role guestpass_console executes the functions of schema guestpass_console and
+-- nothing else; every function resolves the operator from a live session and refuses other apps' users and apps;
+-- every action writes an audit row nobody can change; sessions end when idle, old or signed out; failed sign-ins are
+-- limited. Sessions are aged, not slept on. Fixtures: apps X, Y; users A, B (X), C (Y); devices a1 (A), c1 (C);
+-- operators ox (app X, session 'sx'), oall (all apps, session 'sall').
+begin;
+select plan(34);
+
+\ir lib/fixtures.sql
+
+select from pg_temp.make_apps_xy();
+select from pg_temp.make_users_abc(array['a1', 'c1']);
+insert into guestpass.sessions (id, app_id, user_id, device_id) values
+    ('00000000-0000-4000-8000-0000000005a1', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a',
+     '00000000-0000-4000-8000-0000000000a1');
+select guestpass.create_operator('ox@example.com', 'hash-x', null, false, false, array['00000000-0000-4000-8000-0000000000f1'::uuid])
+    as ox \gset
+select guestpass.create_operator('oall@example.com', 'hash-all', '\x0102'::bytea, true, true, null) as oall \gset
+insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash, second_factor_done) values
+    (:'ox', 'sx', 'cx', true), (:'oall', 'sall', 'call', true), (:'oall', 'spending', 'cp', false);
+
+-- The role: what it is and what it may do.
+select ok((select rolcanlogin and not rolsuper and not rolinherit and not rolbypassrls and not rolcreaterole and not rolcreatedb
+           from pg_roles where rolname = 'guestpass_console'), 'guestpass_console logs in, inherits nothing, bypasses nothing');
+select is((select count(*)::int from pg_auth_members as m join pg_roles as r on r.oid in (m.member, m.roleid)
+           where r.rolname = 'guestpass_console'), 0, 'it is no member of a role and no role is a member of it');
+select ok(not pg_has_role('guestpass_authenticator', 'guestpass_console', 'MEMBER'), 'the API''s login role cannot become it');
+select is(
+    (select count(*)::int from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
+     where c.relkind in ('r', 'v', 'm', 'S', 'p', 'f') and n.nspname not in ('pg_catalog', 'information_schema')
+       and n.nspname not like 'pg_temp%'
+       and not exists (select 1 from pg_depend as d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
+       and (has_table_privilege('guestpass_console', c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+            or (c.relkind = 'S' and has_sequence_privilege('guestpass_console', c.oid, 'USAGE, SELECT, UPDATE')))),
+    0, 'it holds no privilege on any table, view or sequence (but pgTAP''s own)');
+select is(
+    (select array_agg(distinct n.nspname order by n.nspname) from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+     where n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_temp%'
+       and p.prorettype <> 'trigger'::regtype and has_function_privilege('guestpass_console', p.oid, 'EXECUTE')
+       and not exists (select 1 from pg_depend as d where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')),
+    array['guestpass_console']::name[], 'the functions it may call are those of schema guestpass_console (but pgTAP''s)');
+select is(
+    (select count(*)::int from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace
+     where n.nspname = 'guestpass_console' and not p.prosecdef), 0, 'each of them runs as its owner (SECURITY DEFINER)');
+select ok(not has_function_privilege('guestpass_authenticator', 'guestpass_console.apps(text)', 'EXECUTE'),
+    'the API''s login role cannot execute them');
+
+-- Scope.
+set local role guestpass_console;
+select is((select jsonb_agg(a ->> 'name') from jsonb_array_elements(guestpass_console.apps('sx')) as a), '["App X"]',
+    'an operator of app X sees app X only');
+select is((select jsonb_array_length(guestpass_console.apps('sall'))), 2, 'an operator of all apps sees both');
+select throws_ok($$select guestpass_console.user_page('sx', '00000000-0000-4000-8000-00000000000c')$$, '42501', NULL,
+    'an operator of app X is refused a user of app Y');
+select throws_ok($$select guestpass_console.change_credits('sx', '00000000-0000-4000-8000-00000000000c', 5, 'x')$$, '42501', NULL,
+    'and credits for them');
+select throws_ok($$select guestpass_console.revoke_device('sx', '00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000c1')$$,
+    '42501', NULL, 'and their device');
+select throws_ok($$select guestpass_console.set_app_quota('sx', '00000000-0000-4000-8000-0000000000f2', 1, 1)$$, '42501', NULL,
+    'and app Y''s quota');
+select throws_ok($$select guestpass_console.app('sx', '00000000-0000-4000-8000-0000000000f2')$$, '42501', NULL, 'and app Y''s page');
+select is(guestpass_console.find_users('sx', 'user_id', '00000000-0000-4000-8000-00000000000c'), '[]'::jsonb,
+    'a search does not find app Y''s user');
+select is(guestpass_console.find_users('sx', 'device_id', '00000000-0000-4000-8000-0000000000c1'), '[]'::jsonb,
+    'nor app Y''s device');
+select is((guestpass_console.find_users('sx', 'device_id', '00000000-0000-4000-8000-0000000000a1') -> 0 ->> 'user_id'),
+    '00000000-0000-4000-8000-00000000000a', 'it finds app X''s user by device id');
+select is(guestpass_console.find_users('sx', 'device_id', 'not-a-uuid'), '[]'::jsonb, 'a malformed id finds nobody');
+select throws_ok($$select guestpass_console.find_users('sx', 'password', 'x')$$, '22023', NULL, 'an unknown kind is refused');
+select throws_ok($$select guestpass_console.user_page('sx', '00000000-0000-4000-8000-0000000000ff')$$, 'P0002', NULL,
+    'an unknown user is not found');
+
+-- Actions and their audit rows.
+select is(guestpass_console.change_credits('sx', '00000000-0000-4000-8000-00000000000a', 5, 'ticket 7'), 5, 'credits granted');
+select throws_ok($$select guestpass_console.change_credits('sx', '00000000-0000-4000-8000-00000000000a', -6, 'too many')$$,
+    '22023', NULL, 'taking more than the balance is refused');
+select is(guestpass_console.change_credits('sx', '00000000-0000-4000-8000-00000000000a', -2, 'refund'), 3, 'credits taken');
+select lives_ok($$select guestpass_console.revoke_device('sx', '00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000a1')$$,
+    'a device revoked');
+select is(guestpass_console.user_page('sx', '00000000-0000-4000-8000-00000000000a') #>> '{user,credits_balance}', '3',
+    'the page shows the balance');
+reset role;
+select is((select array_agg(action || ':' || coalesce(detail ->> 'reason', detail ->> 'device_id') order by id)
+           from guestpass.operator_audit where operator_email = 'ox@example.com'),
+    array['credits:ticket 7', 'credits:refund', 'device_revoked:00000000-0000-4000-8000-0000000000a1'],
+    'each action wrote its audit row, the refused one none');
+select is((select before || after from guestpass.operator_audit where detail ->> 'reason' = 'ticket 7'),
+    '{"credits_balance": 5}'::jsonb || '{}'::jsonb, 'with the balance after');
+select ok((select revoked_at is not null from guestpass.sessions where id = '00000000-0000-4000-8000-0000000005a1'),
+    'the revoked device''s session ended');
+select throws_ok($$update guestpass.operator_audit set action = 'x'$$, '42501', NULL, 'the audit cannot be changed, even by the owner');
+select throws_ok($$delete from guestpass.operator_audit$$, '42501', NULL, 'nor deleted');
+
+-- Sessions: pending second factor, idle, old, signed out.
+set local role guestpass_console;
+select throws_ok($$select guestpass_console.apps('spending')$$, 'GPC01', NULL, 'a session waiting for its code reads nothing');
+reset role;
+update guestpass.operator_sessions set last_seen_at = now() - interval '31 minutes' where token_hash = 'sx';
+update guestpass.operator_sessions set created_at = now() - interval '13 hours' where token_hash = 'sall';
+set local role guestpass_console;
+select throws_ok($$select guestpass_console.apps('sx')$$, 'GPC01', NULL, 'a session idle for 31 minutes has ended');
+select throws_ok($$select guestpass_console.apps('sall')$$, 'GPC01', NULL, 'a session begun 13 hours ago has ended');
+
+-- Failed sign-ins: 5 for one email and the lookup refuses.
+select guestpass_console.sign_in_failed('ox@example.com', '10.0.0.1') from generate_series(1, 5);
+select is(guestpass_console.sign_in_lookup('ox@example.com', '10.0.0.2'), '{"limited": true}'::jsonb,
+    'after 5 failures the email is limited, from any address');
+
+select * from finish();
+rollback;
