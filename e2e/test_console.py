@@ -137,3 +137,25 @@ def test_fuzzed_forms_never_answer_5xx(console, app, signed_in, form, values, us
     assert answer.status_code < 500, (target, raw, answer.status_code)
     search = signed_in.http.get("/users", params={"kind": values[0] or "email", "value": values[1] or "x"})
     assert search.status_code < 500, (values, search.status_code)
+
+
+def test_an_operator_deletes_an_account_as_its_user_would(console, database, app, signed_in, http):
+    """The same path as POST /v1/account/delete: the user's rows in app tables go with it, its token is refused, and
+    the audit keeps a row; without the typed confirmation nothing happens."""
+    server, _ = console
+    guest = sign_up_guest(http, server, app)
+    headers = {"apikey": app.publishable_key, "Authorization": f"Bearer {guest.access_token}"}
+    inserted = http.post(server.url + "/rest/v1/readings", headers=headers, json={"kind": "palm", "content": {"n": 1}})
+    assert inserted.status_code == 201, inserted.text
+    csrf = signed_in.csrf(f"/users/{guest.user_id}")
+    refused = signed_in.http.post(f"/users/{guest.user_id}/delete", data={"csrf": csrf, "confirm": "yes"})
+    assert refused.status_code == 400
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{guest.user_id}'").strip() == "1"
+    answer = signed_in.http.post(f"/users/{guest.user_id}/delete", data={"csrf": csrf, "confirm": guest.user_id})
+    assert answer.status_code == 303 and answer.headers["location"] == "/users?done=deleted", answer.text[:300]
+    assert psql(database.super_url, f"select count(*) from public.users where id = '{guest.user_id}'").strip() == "0"
+    assert psql(database.super_url, f"select count(*) from public.readings where user_id = '{guest.user_id}'").strip() == "0"
+    assert http.get(server.url + "/auth/v1/user", headers=headers).status_code in (401, 403)
+    audit = psql(database.super_url, f"select action from guestpass.operator_audit where user_id = '{guest.user_id}'")
+    assert audit.strip() == "account_deleted", audit
+    assert signed_in.http.get(f"/users/{guest.user_id}").status_code == 404

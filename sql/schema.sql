@@ -610,6 +610,21 @@ CREATE FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_
 COMMENT ON FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]) IS 'GuestPass, for the guestpass CLI (the owner): a new console operator (email lower-cased, unique) with its password hash, TOTP secret and apps (p_all_apps, or the apps of p_apps). 22023 on a bad email, no apps or an unknown app; 23505 when the email is taken.';
 
 --
+-- Name: delete_user_rows(uuid, text[]); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.delete_user_rows(p_user uuid, p_schemas text[]) RETURNS TABLE(apple_subject text, apple_client_id text, apple_refresh_token bytea)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 a483c40b0d641cc1 $$;
+
+--
+-- Name: FUNCTION delete_user_rows(p_user uuid, p_schemas text[]); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.delete_user_rows(p_user uuid, p_schemas text[]) IS 'GuestPass internal: deletes user p_user (locked by the caller) and every row that references it: rows of public and p_schemas whose foreign key to public.users does not cascade first (from the catalog), then the user with everything that cascades. Returns the user''s sealed Apple refresh tokens with their client ids. The one deletion path of an account: the user''s own (guestpass_server.delete_account) and an operator''s (guestpass_console.delete_user).';
+
+--
 -- Name: digests_equal(text, text); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1449,6 +1464,21 @@ CREATE FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_
 COMMENT ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) IS 'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 192 characters, through guestpass.apply_credit_change (ledger reason ''operator: <reason>''); taking more than the balance is 22023. Returns the new balance. Audited with the balance before and after.';
 
 --
+-- Name: delete_user(text, uuid, text[]); Type: FUNCTION; Schema: guestpass_console; Owner: -
+--
+
+CREATE FUNCTION guestpass_console.delete_user(p_session text, p_user uuid, p_schemas text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 0f29e6c92dbb0dac $$;
+
+--
+-- Name: FUNCTION delete_user(p_session text, p_user uuid, p_schemas text[]); Type: COMMENT; Schema: guestpass_console; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass_console.delete_user(p_session text, p_user uuid, p_schemas text[]) IS 'GuestPass console: deletes the user as their own deletion does (guestpass.delete_user_rows, app tables of p_schemas included); {app_id, apple_tokens [{subject, client_id, sealed}]} for the server to revoke at Apple after the commit. Audited with the user as it was.';
+
+--
 -- Name: end_session(text, uuid, uuid); Type: FUNCTION; Schema: guestpass_console; Owner: -
 --
 
@@ -1725,7 +1755,7 @@ COMMENT ON FUNCTION guestpass_server.current_user_profile() IS 'GuestPass server
 CREATE FUNCTION guestpass_server.delete_account(p_schemas text[]) RETURNS TABLE(apple_subject text, apple_client_id text, apple_refresh_token bytea)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 bcdcf38de58e0322 $$;
+    AS $$ -- body in sql/migrations/repeatable/09_identities_and_accounts.sql, sha256 8ddbe5483ebe5725 $$;
 
 --
 -- Name: FUNCTION delete_account(p_schemas text[]); Type: COMMENT; Schema: guestpass_server; Owner: -
@@ -5330,6 +5360,12 @@ REVOKE ALL ON FUNCTION guestpass.consume_at(p_user uuid, p_request_id text, p_at
 REVOKE ALL ON FUNCTION guestpass.create_operator(p_email text, p_password_hash text, p_totp_secret bytea, p_totp_required boolean, p_all_apps boolean, p_apps uuid[]) FROM PUBLIC;
 
 --
+-- Name: FUNCTION delete_user_rows(p_user uuid, p_schemas text[]); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.delete_user_rows(p_user uuid, p_schemas text[]) FROM PUBLIC;
+
+--
 -- Name: FUNCTION digests_equal(p_a text, p_b text); Type: ACL; Schema: guestpass; Owner: -
 --
 
@@ -5681,6 +5717,13 @@ GRANT ALL ON FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_befo
 
 REVOKE ALL ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) TO guestpass_console;
+
+--
+-- Name: FUNCTION delete_user(p_session text, p_user uuid, p_schemas text[]); Type: ACL; Schema: guestpass_console; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass_console.delete_user(p_session text, p_user uuid, p_schemas text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.delete_user(p_session text, p_user uuid, p_schemas text[]) TO guestpass_console;
 
 --
 -- Name: FUNCTION end_session(p_session text, p_user uuid, p_session_id uuid); Type: ACL; Schema: guestpass_console; Owner: -

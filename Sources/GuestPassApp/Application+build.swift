@@ -66,8 +66,11 @@ public func buildApplication(
     }
     if let consoleConfiguration = configuration.postgresConsole, let listener = configuration.consoleListener {
         let consolePool = PostgresPool(configuration: consoleConfiguration, logger: logger)
+        let revoker = AppleTokenRevoker(
+            functions: ServerFunctions(pool: pool), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
+            signer: tokens.configuration.signer)
         let console = try buildConsoleServer(
-            pool: consolePool, history: history, listener: listener,
+            pool: consolePool, history: history, appleRevoker: revoker, schemas: catalog.schemas, listener: listener,
             secureCookies: configuration.publicURL?.hasPrefix("https://") ?? false, logger: logger)
         services.append(ListenerService(console, listener: listener))
     }

@@ -4,7 +4,7 @@
 -- limited. Sessions are aged, not slept on. Fixtures: apps X, Y; users A, B (X), C (Y); devices a1 (A), c1 (C);
 -- operators ox (app X, session 'sx'), oall (all apps, session 'sall').
 begin;
-select plan(34);
+select plan(37);
 
 \ir lib/fixtures.sql
 
@@ -90,6 +90,17 @@ select ok((select revoked_at is not null from guestpass.sessions where id = '000
     'the revoked device''s session ended');
 select throws_ok($$update guestpass.operator_audit set action = 'x'$$, '42501', NULL, 'the audit cannot be changed, even by the owner');
 select throws_ok($$delete from guestpass.operator_audit$$, '42501', NULL, 'nor deleted');
+
+-- Deletion: the user's own path, scoped and audited.
+set local role guestpass_console;
+select throws_ok($$select guestpass_console.delete_user('sx', '00000000-0000-4000-8000-00000000000c', '{public}')$$, '42501', NULL,
+    'an operator of app X cannot delete app Y''s user');
+select is(guestpass_console.delete_user('sx', '00000000-0000-4000-8000-00000000000b', '{public}') ->> 'app_id',
+    '00000000-0000-4000-8000-0000000000f1', 'it deletes app X''s user B');
+reset role;
+select is((select (select count(*) from public.users where id = '00000000-0000-4000-8000-00000000000b')::text || ' '
+                  || (select action from guestpass.operator_audit where user_id = '00000000-0000-4000-8000-00000000000b')),
+    '0 account_deleted', 'B is gone, and the audit says who deleted it');
 
 -- Sessions: pending second factor, idle, old, signed out.
 set local role guestpass_console;

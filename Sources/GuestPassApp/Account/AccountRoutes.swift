@@ -74,20 +74,8 @@ struct AccountRoutes: Sendable {
     func delete(_ context: SignedInContext) async throws -> DeleteResponse {
         let caller = context.caller
         let appleTokens = try await self.functions.deleteAccount(schemas: self.schemas, as: caller.identity)
-        var revoked = 0
-        // The app's Apple key is read only when there is a token to revoke (most deletions have none).
-        if !appleTokens.isEmpty, let key = try await self.functions.appleSettings(as: caller.anonIdentity)?.key {
-            let sealer = try AppleTokenSealer(signer: self.tokens.configuration.signer)
-            for token in appleTokens {
-                guard let refreshToken = sealer.open(token.sealed, app: caller.appID, subject: token.subject) else { continue }
-                do {
-                    try await self.apple.authClient(key).revoke(refreshToken: refreshToken, clientID: token.clientID)
-                    revoked += 1
-                } catch {
-                    self.apple.logger.warning("Apple token revocation failed", metadata: ["error": "\(error)"])
-                }
-            }
-        }
+        let revoker = AppleTokenRevoker(functions: self.functions, apple: self.apple, signer: self.tokens.configuration.signer)
+        let revoked = try await revoker.revoke(appleTokens, app: caller.appID, as: caller.anonIdentity)
         return DeleteResponse(deleted: true, apple_tokens_revoked: revoked)
     }
 

@@ -11,11 +11,12 @@ import NIOCore
 /// resolves the operator from the session and refuses apps that are not theirs, so the console cannot read or change
 /// anything the operator may not, whatever its Swift does.
 func buildConsoleServer(
-    pool: PostgresPool, history: ServiceHistory, listener: Listener, secureCookies: Bool, logger: Logger
+    pool: PostgresPool, history: ServiceHistory, appleRevoker: AppleTokenRevoker, schemas: [String], listener: Listener, secureCookies: Bool,
+    logger: Logger
 ) throws -> some ApplicationProtocol {
     let console = ConsoleServices(
         store: ConsoleStore(pool: pool), pages: try ConsolePages.bundled(), cookies: ConsoleCookies(secure: secureCookies),
-        hasher: PasswordHasher.shared, history: history, logger: logger)
+        hasher: PasswordHasher.shared, history: history, appleRevoker: appleRevoker, schemas: schemas, logger: logger)
     let router = Router(context: ConsoleRequestContext.self)
     router.add(middleware: ConsoleHeadersMiddleware())
     router.get("/console.css") { _, _ in

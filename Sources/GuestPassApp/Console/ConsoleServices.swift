@@ -11,6 +11,10 @@ struct ConsoleServices: Sendable {
     let cookies: ConsoleCookies
     let hasher: PasswordHasher
     let history: ServiceHistory
+    /// Revokes a deleted account's Apple tokens, as the user's own deletion does.
+    let appleRevoker: AppleTokenRevoker
+    /// The exposed schemas whose rows an account deletion removes.
+    let schemas: [String]
     let logger: Logger
 
     /// 303 to the sign-in page.

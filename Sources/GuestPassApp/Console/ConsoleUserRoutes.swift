@@ -1,5 +1,7 @@
 import Foundation
+import GuestPassPostgres
 import GuestPassStore
+import Logging
 import Hummingbird
 
 /// Users: found by an exact id, device id, email, share code or Apple subject (indexed look-ups, only the operator's
@@ -20,6 +22,7 @@ struct ConsoleUserRoutes: Sendable {
         router.post("/users/:user/premium") { request, context in try await self.setPremium(request, context) }
         router.post("/users/:user/devices/:device/revoke") { request, context in try await self.revokeDevice(request, context) }
         router.post("/users/:user/sessions/:session/end") { request, context in try await self.endSession(request, context) }
+        router.post("/users/:user/delete") { request, context in try await self.delete(request, context) }
     }
 
     private func search(_ request: Request) async throws -> Response {
@@ -104,6 +107,21 @@ struct ConsoleUserRoutes: Sendable {
             guard let session = context.parameters.get("session")?.consoleUUID else { throw ConsoleStoreError.notFound }
             try await self.console.store.endSession(session: caller.sessionHash, user: id, sessionID: session)
             return self.done(id, .session)
+        }
+    }
+
+    /// The account deleted as the user's own deletion deletes it, then its Apple tokens revoked; the form must repeat
+    /// the user id.
+    private func delete(_ request: Request, _ context: ConsoleRequestContext) async throws -> Response {
+        try await self.console.signedIn(request, post: true) { caller, form in
+            let id = try self.userID(context)
+            guard form!["confirm"]?.trimmingCharacters(in: .whitespaces).lowercased() == id.uuidString.lowercased() else {
+                throw ConsoleInputError("Type the user id to confirm the deletion.")
+            }
+            let (app, tokens) = try await self.console.store.deleteUser(session: caller.sessionHash, user: id, schemas: self.console.schemas)
+            let revoked = try await self.console.appleRevoker.revoke(tokens, app: app, as: .apiKey(.anon, app: app))
+            self.console.logger.info("console: account deleted", metadata: ["user_id": "\(id)", "apple_tokens_revoked": "\(revoked)"])
+            return Response(status: .seeOther, headers: [.location: "/users?done=\(ConsoleNotice.deleted.rawValue)"])
         }
     }
 }

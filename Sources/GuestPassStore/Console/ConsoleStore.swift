@@ -125,6 +125,25 @@ public struct ConsoleStore: Sendable {
         try await self.call("SELECT guestpass_console.end_session($1, $2, $3)", [session, user, sessionID])
     }
 
+    /// Deletes the user as their own deletion does (rows of `schemas` included): their app, and the Apple refresh
+    /// tokens they held, for the server to revoke.
+    public func deleteUser(session: String, user: UUID, schemas: [String]) async throws -> (
+        app: UUID, appleTokens: [ServerFunctions.DeletedAppleToken]
+    ) {
+        let members =
+            try await self.json("SELECT guestpass_console.delete_user($1, $2, $3::text[])", [session, user, PostgresTextArray.literal(schemas)])
+            .objectValue ?? [:]
+        guard let app = members["app_id"]?.stringValue.flatMap(UUID.init(uuidString:)) else { throw ConsoleStoreError.notFound }
+        guard case .array(let items) = members["apple_tokens"] ?? .array([]) else { return (app, []) }
+        let tokens = items.compactMap { item -> ServerFunctions.DeletedAppleToken? in
+            guard let object = item.objectValue, let subject = object["subject"]?.stringValue, let clientID = object["client_id"]?.stringValue,
+                let sealed = object["sealed"]?.stringValue.flatMap({ Data(base64Encoded: $0, options: .ignoreUnknownCharacters) })
+            else { return nil }
+            return ServerFunctions.DeletedAppleToken(subject: subject, clientID: clientID, sealed: Array(sealed))
+        }
+        return (app, tokens)
+    }
+
     /// 50 audit rows, newest first (of `app`, or of every app of the operator), older than `before` when given.
     public func audit(session: String, app: UUID?, before: Int64?) async throws -> JSONValue {
         try await self.json("SELECT guestpass_console.audit($1, $2, $3)", [session, app, before])

@@ -16,6 +16,12 @@ extension ServerFunctions {
         public let subject: String
         public let clientID: String
         public let sealed: [UInt8]
+
+        public init(subject: String, clientID: String, sealed: [UInt8]) {
+            self.subject = subject
+            self.clientID = clientID
+            self.sealed = sealed
+        }
     }
 
     /// `guestpass_server.delete_account`: deletes the caller; the Apple refresh tokens it held.

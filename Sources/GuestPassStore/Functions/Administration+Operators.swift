@@ -6,7 +6,7 @@ extension Administration {
     public func createOperator(
         email: String, passwordHash: String, totpSecret: [UInt8]?, totpRequired: Bool, allApps: Bool, apps: [UUID]
     ) async throws -> UUID {
-        let apps = "{" + apps.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
+        let apps = PostgresTextArray.literal(apps.map { $0.uuidString.lowercased() })
         return try await self.pool.execute(
             "SELECT guestpass.create_operator($1, $2, $3, $4, $5, $6::uuid[])", [email, passwordHash, totpSecret, totpRequired, allApps, apps]
         ).rows[0].decode(UUID.self, at: 0)

@@ -646,24 +646,16 @@ comment on function guestpass_server.merge_guest(uuid, text, text[]) is
     'same_user, not_a_guest (the token''s user is not anonymous), changing nothing. A unique-key conflict raises 23505 '
     'and rolls everything back. Both users are locked in id order first: concurrent merges of one guest run one at a time.';
 
-create or replace function guestpass_server.delete_account(p_schemas text[])
+create or replace function guestpass.delete_user_rows(p_user uuid, p_schemas text[])
     returns table (apple_subject text, apple_client_id text, apple_refresh_token bytea)
-    language plpgsql security definer set search_path = '' as $$
+    language plpgsql volatile set search_path = '' as $$
 declare
-    v_user uuid;
-    v_app uuid;
     v_fk record;
 begin
-    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
-    perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for update;
-    if not found or not guestpass.session_is_live(v_user) then
-        raise exception using errcode = '42501', message = 'the session has ended';
-    end if;
-
     return query
     select i.subject, i.apple_client_id, i.apple_refresh_token
     from guestpass.identities as i
-    where i.user_id = v_user and i.provider = 'apple' and i.apple_refresh_token is not null;
+    where i.user_id = p_user and i.provider = 'apple' and i.apple_refresh_token is not null;
 
     -- Rows that would block the delete (a foreign key without ON DELETE CASCADE / SET NULL) go first.
     for v_fk in
@@ -672,10 +664,33 @@ begin
         where r.on_delete not in ('c', 'n', 'd')
     loop
         execute format('delete from %I.%I where %I = $1', v_fk.schema_name, v_fk.table_name, v_fk.column_name)
-            using v_user;
+            using p_user;
     end loop;
 
-    delete from public.users as u where u.id = v_user;
+    delete from public.users as u where u.id = p_user;
+end
+$$;
+
+comment on function guestpass.delete_user_rows(uuid, text[]) is
+    'GuestPass internal: deletes user p_user (locked by the caller) and every row that references it: rows of public '
+    'and p_schemas whose foreign key to public.users does not cascade first (from the catalog), then the user with '
+    'everything that cascades. Returns the user''s sealed Apple refresh tokens with their client ids. The one deletion '
+    'path of an account: the user''s own (guestpass_server.delete_account) and an operator''s '
+    '(guestpass_console.delete_user).';
+
+create or replace function guestpass_server.delete_account(p_schemas text[])
+    returns table (apple_subject text, apple_client_id text, apple_refresh_token bytea)
+    language plpgsql security definer set search_path = '' as $$
+declare
+    v_user uuid;
+    v_app uuid;
+begin
+    select c.user_id, c.app_id into v_user, v_app from guestpass.require_user_and_app() as c;
+    perform 1 from public.users as u where u.id = v_user and u.app_id = v_app for update;
+    if not found or not guestpass.session_is_live(v_user) then
+        raise exception using errcode = '42501', message = 'the session has ended';
+    end if;
+    return query select * from guestpass.delete_user_rows(v_user, p_schemas);
 end
 $$;
 
@@ -698,7 +713,8 @@ revoke all on function guestpass.user_identities(uuid), guestpass.with_provider(
     guestpass_server.store_apple_refresh_token(text, text, bytea), auth.has_role(text), guestpass.account_name(text),
     guestpass.mark_account_setup(), guestpass_server.current_user_profile(), guestpass_server.update_user(jsonb),
     public.complete_account_setup(text), guestpass.user_references(text[]),
-    guestpass_server.merge_guest(uuid, text, text[]), guestpass_server.delete_account(text[]) from public;
+    guestpass_server.merge_guest(uuid, text, text[]), guestpass_server.delete_account(text[]),
+    guestpass.delete_user_rows(uuid, text[]) from public;
 grant execute on function guestpass_server.app_apple_settings() to anon;
 grant execute on function
     guestpass_server.sign_in_with_identity(text, text, text, boolean, boolean, text, text, uuid, text),

@@ -598,6 +598,31 @@ comment on function guestpass_console.end_session(text, uuid, uuid) is
     'GuestPass console: ends a live session of the user (its refresh tokens too; its access tokens are refused where '
     'sessions are checked). Audited.';
 
+create or replace function guestpass_console.delete_user(p_session text, p_user uuid, p_schemas text[])
+    returns jsonb
+    language plpgsql volatile security definer set search_path = '' as $$
+declare
+    v_operator guestpass.operators := guestpass.console_operator(p_session);
+    v_app uuid := guestpass.console_require_user(v_operator, p_user);
+    v_before jsonb;
+    v_tokens jsonb;
+begin
+    select jsonb_build_object('email', u.email, 'is_anonymous', u.is_anonymous, 'credits_balance', u.credits_balance,
+                              'is_premium', u.is_premium, 'created_at', u.created_at)
+    into v_before from public.users as u where u.id = p_user for update;
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'subject', d.apple_subject, 'client_id', d.apple_client_id, 'sealed', encode(d.apple_refresh_token, 'base64'))), '[]')
+    into v_tokens from guestpass.delete_user_rows(p_user, p_schemas) as d;
+    perform guestpass.console_audit(v_operator, v_app, p_user, 'account_deleted', '{}', v_before, null);
+    return jsonb_build_object('app_id', v_app, 'apple_tokens', v_tokens);
+end
+$$;
+
+comment on function guestpass_console.delete_user(text, uuid, text[]) is
+    'GuestPass console: deletes the user as their own deletion does (guestpass.delete_user_rows, app tables of '
+    'p_schemas included); {app_id, apple_tokens [{subject, client_id, sealed}]} for the server to revoke at Apple after '
+    'the commit. Audited with the user as it was.';
+
 create or replace function guestpass_console.audit(p_session text, p_app uuid, p_before bigint)
     returns jsonb
     language plpgsql volatile security definer set search_path = '' as $$
