@@ -140,3 +140,28 @@ def click_and_wait(driver, element) -> None:
     element.click()
     WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
     WebDriverWait(driver, 15).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+ACCESSIBILITY_PROBLEMS = """
+const problems = [];
+if (document.querySelectorAll('h1').length !== 1) problems.push('h1 count ' + document.querySelectorAll('h1').length);
+if (!document.documentElement.lang) problems.push('no lang');
+for (const field of document.querySelectorAll('input:not([type=hidden]), select, textarea')) {
+  if (!field.id || !document.querySelector('label[for="' + field.id + '"]')) problems.push('unlabelled ' + (field.name || field.outerHTML));
+}
+for (const button of document.querySelectorAll('button, a')) {
+  const name = (button.getAttribute('aria-label') || button.textContent || '').trim();
+  if (!name) problems.push('unnamed ' + button.outerHTML.slice(0, 80));
+}
+for (const table of document.querySelectorAll('table')) {
+  if (!table.querySelector('caption')) problems.push('table without caption');
+  for (const th of table.querySelectorAll('th')) if (!th.getAttribute('scope')) problems.push('th without scope');
+}
+return problems;
+"""
+
+
+def accessibility_problems(driver) -> list[str]:
+    """What keyboard and screen-reader users would miss on the page: one h1, a language, a label for every field, a name
+    for every button and link, a caption and header scopes for every table."""
+    return driver.execute_script(ACCESSIBILITY_PROBLEMS)

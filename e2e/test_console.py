@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import psql
+from conftest import new_device_secret, psql, remember_secret
 from console_support import ConsoleClient, console_environment, create_operator
 from support import create_app, sign_up_guest
 
@@ -159,3 +159,21 @@ def test_an_operator_deletes_an_account_as_its_user_would(console, database, app
     audit = psql(database.super_url, f"select action from guestpass.operator_audit where user_id = '{guest.user_id}'")
     assert audit.strip() == "account_deleted", audit
     assert signed_in.http.get(f"/users/{guest.user_id}").status_code == 404
+
+
+def test_a_new_key_is_shown_once_and_works_until_revoked(console, app, signed_in, http):
+    server, _ = console
+    csrf = signed_in.csrf(f"/apps/{app.app_id}")
+    created = signed_in.http.post(f"/apps/{app.app_id}/keys", data={"csrf": csrf, "kind": "publishable"})
+    assert created.status_code == 200, created.text[:300]
+    key = re.search(r'<code id="new-key">([^<]+)</code>', created.text).group(1)
+    remember_secret(key)
+    assert http.post(server.url + "/auth/v1/signup", headers={"apikey": key}, json={"data": {"device_id": new_device_secret()}}).status_code == 200
+    again = signed_in.http.get(f"/apps/{app.app_id}")
+    assert key not in again.text, "the key is shown on the answer that made it only"
+    key_id = psql(server.db.super_url, f"select id from guestpass.api_keys where app_id = '{app.app_id}' order by created_at desc limit 1").strip()
+    revoked = signed_in.http.post(f"/apps/{app.app_id}/keys/{key_id}/revoke", data={"csrf": csrf})
+    assert revoked.status_code == 303
+    assert psql(server.db.super_url, f"select revoked_at is not null from guestpass.api_keys where id = '{key_id}'").strip() == "t"
+    audit = psql(server.db.super_url, f"select string_agg(action, ',' order by id) from guestpass.operator_audit where detail ->> 'key_id' = '{key_id}'")
+    assert audit.strip() == "key_created,key_revoked", audit

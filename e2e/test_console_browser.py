@@ -14,7 +14,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from conftest import api_headers, psql
-from console_support import ConsoleClient, chromium, click_and_wait, console_environment, create_operator, screenshot
+from console_support import (
+    ConsoleClient, accessibility_problems, chromium, click_and_wait, console_environment, create_operator, screenshot,
+)
 from support import create_app, guest_headers, sign_up_guest
 
 
@@ -49,6 +51,12 @@ def browser():
         driver.quit()
 
 
+def page(driver, name: str) -> None:
+    """A screenshot of the page, which must be usable with a keyboard and a screen reader."""
+    assert accessibility_problems(driver) == [], (name, driver.current_url)
+    screenshot(driver, name)
+
+
 def sign_in(driver, base: str, operator) -> None:
     driver.delete_all_cookies()
     driver.get(base + "/sign-in")
@@ -68,20 +76,20 @@ def test_an_operator_signs_in_finds_a_guest_and_acts(console, apps, operator, br
     device_id = claims(guest.access_token)["device_id"]
 
     browser.get(base + "/sign-in")
-    screenshot(browser, "01-sign-in")
+    page(browser, "01-sign-in")
     sign_in(browser, base, operator)
     assert "console-a" in browser.find_element(By.TAG_NAME, "main").text
     assert "console-b" not in browser.page_source
-    screenshot(browser, "02-apps")
+    page(browser, "02-apps")
 
     # Find the guest by its device id.
     click_and_wait(browser, browser.find_element(By.LINK_TEXT, "Find a user"))
     browser.find_element(By.ID, "value").send_keys(device_id)
     click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "form[action='/users'] button"))
-    screenshot(browser, "03-search")
+    page(browser, "03-search")
     click_and_wait(browser, browser.find_element(By.LINK_TEXT, guest.user_id))
     assert device_id in browser.find_element(By.ID, "devices").text
-    screenshot(browser, "04-user")
+    page(browser, "04-user")
 
     # Grant 5 credits: the page's balance and ledger, the API's quota and an audit row.
     balance = int(browser.find_element(By.ID, "balance").text)
@@ -95,7 +103,7 @@ def test_an_operator_signs_in_finds_a_guest_and_acts(console, apps, operator, br
     audit = psql(server.db.super_url, f"select action || ' ' || coalesce(detail::text, '') from guestpass.operator_audit "
                                       f"where user_id = '{guest.user_id}' order by id")
     assert "support ticket 42" in audit, audit
-    screenshot(browser, "05-credits-granted")
+    page(browser, "05-credits-granted")
 
     # Revoke the device: its tokens are refused by the API afterwards.
     assert http.get(server.url + "/auth/v1/user", headers=guest_headers(app, guest)).status_code == 200
@@ -103,11 +111,11 @@ def test_an_operator_signs_in_finds_a_guest_and_acts(console, apps, operator, br
     assert "revoked" in browser.find_element(By.ID, "devices").text
     refused = http.get(server.url + "/auth/v1/user", headers=guest_headers(app, guest))
     assert refused.status_code == 403 and refused.json()["code"] == "session_not_found", refused.text
-    screenshot(browser, "06-device-revoked")
+    page(browser, "06-device-revoked")
 
     # The app's quota: the API applies the new daily allowance.
     browser.get(base + f"/apps/{app.app_id}")
-    screenshot(browser, "07-app")
+    page(browser, "07-app")
     field = browser.find_element(By.ID, "daily_free_allowance")
     field.clear()
     field.send_keys("7")
@@ -119,17 +127,17 @@ def test_an_operator_signs_in_finds_a_guest_and_acts(console, apps, operator, br
 
     browser.get(base + "/audit")
     assert "support ticket 42" in browser.find_element(By.TAG_NAME, "main").text
-    screenshot(browser, "08-audit")
+    page(browser, "08-audit")
     browser.get(base + "/health")
     assert browser.find_elements(By.CSS_SELECTOR, "figure svg"), browser.page_source[:500]
-    screenshot(browser, "09-health")
+    page(browser, "09-health")
 
     # Phone-sized: the user page still has every section, nothing wider than the screen.
     browser.set_window_size(390, 844)
     browser.get(base + f"/users/{guest.user_id}")
     overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1, overflow
-    screenshot(browser, "10-user-phone")
+    page(browser, "10-user-phone")
     browser.set_window_size(1280, 900)
 
 
@@ -159,7 +167,7 @@ def test_an_operator_of_one_app_is_refused_another_apps_user(console, database, 
     sign_in(browser, base, outsider)
     browser.get(base + f"/users/{theirs.user_id}")
     assert "Not yours" in browser.find_element(By.TAG_NAME, "h1").text
-    screenshot(browser, "11-refused")
+    page(browser, "11-refused")
     browser.get(base + f"/users?kind=device_id&value={claims(theirs.access_token)['device_id']}")
     assert "No user of your apps matches" in browser.find_element(By.TAG_NAME, "main").text
     client = ConsoleClient(base)

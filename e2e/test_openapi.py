@@ -89,6 +89,8 @@ def source_routes() -> set[tuple[str, str]]:
     for source in sorted(ROUTE_SOURCES.rglob("*.swift")):
         if source.name == METRICS_SOURCE:
             continue  # /metrics is served by the metrics listener (GUESTPASS_METRICS_ADDRESS), not the API port
+        if source.parent.name == "Console":
+            continue  # the operator console's pages: its own listener (GUESTPASS_CONSOLE_ADDRESS), test_console.py
         prefix = ""
         for match in call.finditer(source.read_text()):
             on_router, verb, path = match.group(1) is not None, match.group(2), match.group(3)

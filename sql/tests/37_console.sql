@@ -4,7 +4,7 @@
 -- limited. Sessions are aged, not slept on. Fixtures: apps X, Y; users A, B (X), C (Y); devices a1 (A), c1 (C);
 -- operators ox (app X, session 'sx'), oall (all apps, session 'sall').
 begin;
-select plan(37);
+select plan(40);
 
 \ir lib/fixtures.sql
 
@@ -18,6 +18,12 @@ select guestpass.create_operator('ox@example.com', 'hash-x', null, false, false,
 select guestpass.create_operator('oall@example.com', 'hash-all', '\x0102'::bytea, true, true, null) as oall \gset
 insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash, second_factor_done) values
     (:'ox', 'sx', 'cx', true), (:'oall', 'sall', 'call', true), (:'oall', 'spending', 'cp', false);
+
+update public.users set email = 'Alice@Example.com', is_anonymous = false where id = '00000000-0000-4000-8000-00000000000a';
+insert into guestpass.share_codes (user_id, app_id, code) values
+    ('00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000000f1', 'ABC234');
+insert into guestpass.identities (app_id, user_id, provider, subject) values
+    ('00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a', 'apple', '001234.abcdef');
 
 -- The role: what it is and what it may do.
 select ok((select rolcanlogin and not rolsuper and not rolinherit and not rolbypassrls and not rolcreaterole and not rolcreatedb
@@ -66,6 +72,12 @@ select is(guestpass_console.find_users('sx', 'device_id', '00000000-0000-4000-80
 select is((guestpass_console.find_users('sx', 'device_id', '00000000-0000-4000-8000-0000000000a1') -> 0 ->> 'user_id'),
     '00000000-0000-4000-8000-00000000000a', 'it finds app X''s user by device id');
 select is(guestpass_console.find_users('sx', 'device_id', 'not-a-uuid'), '[]'::jsonb, 'a malformed id finds nobody');
+select is((guestpass_console.find_users('sx', 'email', 'alice@example.COM') -> 0 ->> 'user_id'),
+    '00000000-0000-4000-8000-00000000000a', 'an email is found whatever its case');
+select is((guestpass_console.find_users('sx', 'share_code', 'abc234') -> 0 ->> 'user_id'),
+    '00000000-0000-4000-8000-00000000000a', 'a share code is found');
+select is((guestpass_console.find_users('sx', 'apple_subject', '001234.abcdef') -> 0 ->> 'user_id'),
+    '00000000-0000-4000-8000-00000000000a', 'an Apple subject is found');
 select throws_ok($$select guestpass_console.find_users('sx', 'password', 'x')$$, '22023', NULL, 'an unknown kind is refused');
 select throws_ok($$select guestpass_console.user_page('sx', '00000000-0000-4000-8000-0000000000ff')$$, 'P0002', NULL,
     'an unknown user is not found');

@@ -1,5 +1,6 @@
 import Foundation
 import GuestPassPostgres
+import GuestPassStore
 import Hummingbird
 import ServiceLifecycle
 
@@ -36,6 +37,13 @@ struct ConsoleHealthRoutes: Sendable {
                     ]
                 ),
                 ("realtime", "Realtime sockets", "sockets", [series("open") { $0.gauges[ServiceHistorySampler.realtimeSockets] ?? 0 }]),
+                (
+                    "mail", "Mail queue", "mails, seconds",
+                    [
+                        series("queued") { $0.gauges[ServiceHistorySampler.mailQueued] ?? 0 },
+                        series("oldest age (s)") { $0.gauges[ServiceHistorySampler.mailOldestAge] ?? 0 },
+                    ]
+                ),
             ]
             view["charts"] = charts.map { id, heading, unit, lines in
                 ["id": id, "heading": heading, "svg": SVGChart.lines(title: heading, unit: unit, series: lines)] as [String: Any]
@@ -52,11 +60,14 @@ struct ConsoleHealthRoutes: Sendable {
 }
 
 /// Samples the gauges of `ServiceHistory` once per bucket: the pool's connections in use and waiting, the open
-/// Realtime sockets. A service of the API application (it stops with it).
+/// Realtime sockets, the mail queue (mails not yet sent and the age of the oldest: one query,
+/// `guestpass_server.mail_queue_state`). A service of the API application (it stops with it).
 struct ServiceHistorySampler: Service {
     static let poolInUse = "pool_in_use"
     static let poolWaiting = "pool_waiting"
     static let realtimeSockets = "realtime_sockets"
+    static let mailQueued = "mail_queued"
+    static let mailOldestAge = "mail_oldest_age"
 
     let history: ServiceHistory
     let pool: PostgresPool
@@ -68,6 +79,10 @@ struct ServiceHistorySampler: Service {
             self.history.sample(Self.poolInUse, Double(statistics.open - statistics.idle))
             self.history.sample(Self.poolWaiting, Double(statistics.waiting))
             self.history.sample(Self.realtimeSockets, Double(self.sockets()))
+            if let mail = try? await MailOutbox(pool: self.pool).state() {
+                self.history.sample(Self.mailQueued, Double(mail.queued))
+                self.history.sample(Self.mailOldestAge, mail.oldestAgeSeconds)
+            }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(ServiceHistory.bucketSeconds)) }
         }
     }
