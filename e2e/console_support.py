@@ -72,12 +72,18 @@ def create_operator(database: Database, email: str, *, apps: list[str] | None = 
     return Operator(operator_id.group(0), email, password, secret)
 
 
-def console_environment(database: Database) -> tuple[dict[str, str], int]:
-    """The environment of a server with its console on a free loopback port, and that port."""
+def start_console(database: Database, start_server, name: str):
+    """A `guestpass serve` with its console on a free loopback port: the server and the console's base URL."""
     port = free_port()
     url = database.serve_environment.get("GUESTPASS_CONSOLE_DATABASE_URL")
     assert url, "guestpass dev up printed no GUESTPASS_CONSOLE_DATABASE_URL"
-    return {"GUESTPASS_CONSOLE_ADDRESS": f"127.0.0.1:{port}", "GUESTPASS_CONSOLE_DATABASE_URL": url}, port
+    server = start_server(name, GUESTPASS_CONSOLE_ADDRESS=f"127.0.0.1:{port}", GUESTPASS_CONSOLE_DATABASE_URL=url)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def new_operator(database: Database, *apps: str, second_factor: bool = True) -> Operator:
+    """An operator of `apps` with a fresh email."""
+    return create_operator(database, f"ops-{os.urandom(4).hex()}@example.com", apps=list(apps), second_factor=second_factor)
 
 
 class ConsoleClient:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import new_device_secret, psql, remember_secret
-from console_support import ConsoleClient, console_environment, create_operator
+from console_support import ConsoleClient, new_operator, start_console
 from support import create_app, sign_up_guest
 
 PAGES = ["/apps", "/users", "/audit", "/health"]
@@ -21,9 +21,7 @@ PAGES = ["/apps", "/users", "/audit", "/health"]
 
 @pytest.fixture(scope="module")
 def console(database, start_server):
-    env, port = console_environment(database)
-    server = start_server("console-http", **env)
-    return server, f"http://127.0.0.1:{port}"
+    return start_console(database, start_server, "console-http")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +31,7 @@ def app(database):
 
 @pytest.fixture(scope="module")
 def operator(database, app):
-    return create_operator(database, f"ops-{secrets.token_hex(4)}@example.com", apps=[app.app_id])
+    return new_operator(database, app.app_id)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +94,7 @@ def test_no_secret_reaches_a_page(console, database, app, operator, signed_in, h
 
 def test_failed_sign_ins_are_limited(console, database, app):
     _, base = console
-    victim = create_operator(database, f"ops-{secrets.token_hex(4)}@example.com", apps=[app.app_id], second_factor=False)
+    victim = new_operator(database, app.app_id, second_factor=False)
     client = ConsoleClient(base)
     try:
         statuses = []

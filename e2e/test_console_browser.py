@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 
-import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
 from conftest import api_headers, psql
 from console_support import (
-    ConsoleClient, accessibility_problems, chromium, click_and_wait, console_environment, create_operator, screenshot,
+    ConsoleClient, accessibility_problems, chromium, click_and_wait, new_operator, screenshot, start_console,
 )
 from support import create_app, guest_headers, sign_up_guest
 
@@ -27,9 +25,7 @@ def claims(access_token: str) -> dict:
 
 @pytest.fixture(scope="module")
 def console(database, start_server):
-    env, port = console_environment(database)
-    server = start_server("console", **env)
-    return server, f"http://127.0.0.1:{port}"
+    return start_console(database, start_server, "console")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +35,7 @@ def apps(database):
 
 @pytest.fixture(scope="module")
 def operator(database, apps):
-    return create_operator(database, f"ops-{secrets.token_hex(4)}@example.com", apps=[apps[0].app_id])
+    return new_operator(database, apps[0].app_id)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +159,7 @@ def test_an_operator_of_one_app_is_refused_another_apps_user(console, database, 
     server, base = console
     app, other = apps
     theirs = sign_up_guest(http, server, other)
-    outsider = create_operator(database, f"ops-{secrets.token_hex(4)}@example.com", apps=[app.app_id])
+    outsider = new_operator(database, app.app_id)
     sign_in(browser, base, outsider)
     browser.get(base + f"/users/{theirs.user_id}")
     assert "Not yours" in browser.find_element(By.TAG_NAME, "h1").text

@@ -714,6 +714,21 @@ CREATE FUNCTION guestpass.email_redirect(p_app uuid, p_url text) RETURNS text
 COMMENT ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) IS 'GuestPass internal: p_url when the app allows it as a redirect (its site_url, or an entry of redirect_urls: the same URL, or a prefix ending in *, which for http and https must include the path''s first /, as in https://app.example/*; a custom scheme such as myapp://* may end anywhere), else the app''s site_url (null when it has none).';
 
 --
+-- Name: end_device(uuid, timestamp with time zone); Type: FUNCTION; Schema: guestpass; Owner: -
+--
+
+CREATE FUNCTION guestpass.end_device(p_device uuid, p_at timestamp with time zone) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$ -- body in sql/migrations/repeatable/03_users_and_devices.sql, sha256 1300f0d69f14cf72 $$;
+
+--
+-- Name: FUNCTION end_device(p_device uuid, p_at timestamp with time zone); Type: COMMENT; Schema: guestpass; Owner: -
+--
+
+COMMENT ON FUNCTION guestpass.end_device(p_device uuid, p_at timestamp with time zone) IS 'GuestPass internal: revokes device p_device at p_at with its sessions and refresh tokens (its secret then signs in no more: PT401). What a revocation does, whoever asks: the user (public.revoke_device) or an operator (guestpass_console.revoke_device); the callers check the device is theirs to revoke.';
+
+--
 -- Name: enforce_rate_limit(text, integer, double precision); Type: FUNCTION; Schema: guestpass; Owner: -
 --
 
@@ -1515,7 +1530,7 @@ COMMENT ON FUNCTION guestpass_console.find_users(p_session text, p_kind text, p_
 CREATE FUNCTION guestpass_console.revoke_device(p_session text, p_user uuid, p_device uuid) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 cb73fe71fd1fcdcb $$;
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 76305b88badfbe12 $$;
 
 --
 -- Name: FUNCTION revoke_device(p_session text, p_user uuid, p_device uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
@@ -2550,7 +2565,7 @@ COMMENT ON FUNCTION public.pair_with_code(p_code text) IS 'Pairs the caller with
 CREATE FUNCTION public.revoke_device(p_device_id uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/03_users_and_devices.sql, sha256 dde00a42b1382ffe $$;
+    AS $$ -- body in sql/migrations/repeatable/03_users_and_devices.sql, sha256 45dc5a16701b895a $$;
 
 --
 -- Name: FUNCTION revoke_device(p_device_id uuid); Type: COMMENT; Schema: public; Owner: -
@@ -5400,6 +5415,12 @@ REVOKE ALL ON FUNCTION guestpass.email_limit_client(p_kind text, p_burst integer
 --
 
 REVOKE ALL ON FUNCTION guestpass.email_redirect(p_app uuid, p_url text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION end_device(p_device uuid, p_at timestamp with time zone); Type: ACL; Schema: guestpass; Owner: -
+--
+
+REVOKE ALL ON FUNCTION guestpass.end_device(p_device uuid, p_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION enforce_rate_limit(p_bucket text, p_capacity integer, p_refill_per_second double precision); Type: ACL; Schema: guestpass; Owner: -

@@ -7,21 +7,23 @@ public enum HMACSHA256 {
 
     /// Computes the 32-byte HMAC-SHA256 of `message` under `key`.
     public static func authenticationCode(for message: some Collection<UInt8>, key: some Collection<UInt8>) -> [UInt8] {
-        let key = Array(key)
-        let message = Array(message)
+        Self.code(EVP_sha256(), length: 32, message: Array(message), key: Array(key))
+    }
+
+    /// The HMAC of `message` under `key` with digest `digest` (libcrypto's one-shot `HMAC()`), `length` bytes long:
+    /// the one HMAC call of the module (SHA-256 here, SHA-1 for `TOTP`).
+    static func code(_ digest: OpaquePointer?, length: Int, message: [UInt8], key: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
+        var written: UInt32 = 0
         let result = key.withUnsafeBytes { keyBytes in
             message.withUnsafeBytes { messageBytes in
                 output.withUnsafeMutableBufferPointer { out in
-                    HMAC(
-                        EVP_sha256(), keyBytes.baseAddress, Int32(keyBytes.count),
-                        messageBytes.baseAddress, messageBytes.count, out.baseAddress, &length)
+                    HMAC(digest, keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count, out.baseAddress, &written)
                 }
             }
         }
-        precondition(result != nil && length == 32, "HMAC-SHA256 cannot fail on in-memory input")
-        return Array(output.prefix(Int(length)))
+        precondition(result != nil && Int(written) == length, "HMAC cannot fail on in-memory input")
+        return Array(output.prefix(length))
     }
 
     /// Whether `code` is the HMAC-SHA256 of `message` under `key`, compared in constant time.

@@ -64,19 +64,7 @@ public enum TOTP {
     }
 
     static func hmacSHA1(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let result = key.withUnsafeBytes { keyBytes in
-            message.withUnsafeBytes { messageBytes in
-                output.withUnsafeMutableBufferPointer { out in
-                    HMAC(
-                        EVP_sha1(), keyBytes.baseAddress, Int32(keyBytes.count), messageBytes.baseAddress, messageBytes.count, out.baseAddress,
-                        &length)
-                }
-            }
-        }
-        precondition(result != nil && length == 20, "HMAC-SHA1 cannot fail on in-memory input")
-        return Array(output.prefix(Int(length)))
+        HMACSHA256.code(EVP_sha1(), length: 20, message: message, key: key)
     }
 }
 

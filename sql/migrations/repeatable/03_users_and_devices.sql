@@ -70,6 +70,20 @@ comment on function public.list_devices() is
     'The caller''s devices that are not revoked: public id, model, OS and app version, created, last seen, and whether '
     'it is the caller''s own (claim device_id), oldest first.';
 
+create or replace function guestpass.end_device(p_device uuid, p_at timestamptz)
+    returns void
+    language sql volatile set search_path = '' as $$
+    update public.devices as d set revoked_at = p_at where d.id = p_device;
+    update guestpass.refresh_tokens as t set revoked_at = p_at
+    where t.session_id in (select s.id from guestpass.sessions as s where s.device_id = p_device) and t.revoked_at is null;
+    update guestpass.sessions as s set revoked_at = p_at where s.device_id = p_device and s.revoked_at is null;
+$$;
+
+comment on function guestpass.end_device(uuid, timestamptz) is
+    'GuestPass internal: revokes device p_device at p_at with its sessions and refresh tokens (its secret then signs in '
+    'no more: PT401). What a revocation does, whoever asks: the user (public.revoke_device) or an operator '
+    '(guestpass_console.revoke_device); the callers check the device is theirs to revoke.';
+
 create or replace function public.revoke_device(p_device_id uuid)
     returns boolean
     language plpgsql volatile security definer set search_path = '' as $$
@@ -96,10 +110,7 @@ begin
         raise exception using errcode = 'PT409', message = 'this is the account''s last way in',
             hint = 'link Sign in with Apple or make a recovery code first';
     end if;
-    update public.devices as d set revoked_at = v_now where d.id = p_device_id;
-    update guestpass.refresh_tokens as t set revoked_at = v_now
-    where t.session_id in (select s.id from guestpass.sessions as s where s.device_id = p_device_id) and t.revoked_at is null;
-    update guestpass.sessions as s set revoked_at = v_now where s.device_id = p_device_id and s.revoked_at is null;
+    perform guestpass.end_device(p_device_id, v_now);
     return true;
 end
 $$;
@@ -116,5 +127,6 @@ alter table public.devices enable row level security, force row level security;
 alter table guestpass.device_secrets enable row level security, force row level security;
 
 -- Grants: no function of this file is PUBLIC's; the roles below are the only callers of each.
-revoke all on function guestpass.set_updated_at(), public.list_devices(), public.revoke_device(uuid) from public;
+revoke all on function guestpass.set_updated_at(), public.list_devices(), public.revoke_device(uuid),
+    guestpass.end_device(uuid, timestamptz) from public;
 grant execute on function public.list_devices(), public.revoke_device(uuid) to authenticated;

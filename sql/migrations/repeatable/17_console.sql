@@ -562,13 +562,10 @@ declare
     v_now timestamptz := guestpass.clock();
 begin
     perform 1 from public.users as u where u.id = p_user for no key update;
-    update public.devices as d set revoked_at = v_now where d.id = p_device and d.user_id = p_user and d.revoked_at is null;
-    if not found then
+    if not exists (select 1 from public.devices as d where d.id = p_device and d.user_id = p_user and d.revoked_at is null) then
         raise exception using errcode = 'P0002', message = 'no such live device of this user';
     end if;
-    update guestpass.refresh_tokens as t set revoked_at = v_now
-    where t.session_id in (select s.id from guestpass.sessions as s where s.device_id = p_device) and t.revoked_at is null;
-    update guestpass.sessions as s set revoked_at = v_now where s.device_id = p_device and s.revoked_at is null;
+    perform guestpass.end_device(p_device, v_now);
     perform guestpass.console_audit(v_operator, v_app, p_user, 'device_revoked', jsonb_build_object('device_id', p_device));
 end
 $$;
