@@ -31,9 +31,19 @@ class Operator:
     password: str
     totp_secret: str | None  # base32, from the otpauth URI the command printed once
 
-    def code(self, at: float | None = None) -> str:
+    last_step: int = -1  # the step of the last code sent: the server takes each step's code once
+
+    def code(self) -> str:
+        """A code the server has not taken yet: the current step's, else the next one's (accepted a step early), else
+        the one after the wait for the step after that."""
         assert self.totp_secret is not None, "this operator has no second factor"
-        return totp(self.totp_secret, at)
+        while True:
+            now = int(time.time() // 30)
+            step = max(now - 1, self.last_step + 1)
+            if step <= now + 1:
+                self.last_step = step
+                return totp(self.totp_secret, step * 30 + 1)
+            time.sleep(1)
 
 
 def totp(secret_base32: str, at: float | None = None, step: int = 30, digits: int = 6) -> str:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import new_device_secret, psql, remember_secret
-from console_support import ConsoleClient, new_operator, start_console
+from console_support import ConsoleClient, new_operator, start_console, totp
 from support import create_app, sign_up_guest
 
 PAGES = ["/apps", "/users", "/audit", "/health"]
@@ -175,3 +175,23 @@ def test_a_new_key_is_shown_once_and_works_until_revoked(console, app, signed_in
     assert psql(server.db.super_url, f"select revoked_at is not null from guestpass.api_keys where id = '{key_id}'").strip() == "t"
     audit = psql(server.db.super_url, f"select string_agg(action, ',' order by id) from guestpass.operator_audit where detail ->> 'key_id' = '{key_id}'")
     assert audit.strip() == "key_created,key_revoked", audit
+
+
+def test_a_code_is_good_once(console, database, app):
+    """RFC 6238 section 5.2: a code that signed a session in does not sign in another (someone who saw it typed)."""
+    _, base = console
+    victim = new_operator(database, app.app_id)
+    first = ConsoleClient(base)
+    second = ConsoleClient(base)
+    try:
+        first.sign_in(victim)
+        code = totp(victim.totp_secret, victim.last_step * 30 + 1)
+        pre = re.search(r'name="pre" value="([^"]+)"', second.http.get("/sign-in").text).group(1)
+        answer = second.http.post("/sign-in", data={"pre": pre, "email": victim.email, "password": victim.password})
+        assert answer.headers["location"] == "/sign-in/code"
+        replay = second.http.post("/sign-in/code", data={"csrf": second.csrf("/sign-in/code"), "code": code})
+        assert replay.status_code == 401, replay.status_code
+        assert second.http.get("/apps").status_code == 303, "the replayed code signed nobody in"
+    finally:
+        first.close()
+        second.close()

@@ -475,6 +475,7 @@ CREATE TABLE guestpass.operators (
     password_hash text NOT NULL,
     totp_secret bytea,
     totp_required boolean DEFAULT false NOT NULL,
+    totp_last_step bigint,
     all_apps boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     disabled_at timestamp with time zone,
@@ -488,7 +489,7 @@ ALTER TABLE ONLY guestpass.operators FORCE ROW LEVEL SECURITY;
 -- Name: TABLE operators; Type: COMMENT; Schema: guestpass; Owner: -
 --
 
-COMMENT ON TABLE guestpass.operators IS 'GuestPass: people who sign in to the operator console (guestpass operators create). password_hash is the users'' KDF (scrypt PHC string); totp_secret the RFC 6238 key; all_apps, or only the apps of guestpass.operator_apps.';
+COMMENT ON TABLE guestpass.operators IS 'GuestPass: people who sign in to the operator console (guestpass operators create). password_hash is the users'' KDF (scrypt PHC string); totp_secret the RFC 6238 key and totp_last_step the 30-second step of the last code accepted (a code of that step or an earlier one is refused: each code is good once); all_apps, or only the apps of guestpass.operator_apps.';
 
 --
 -- Name: console_apps(guestpass.operators); Type: FUNCTION; Schema: guestpass; Owner: -
@@ -1554,19 +1555,19 @@ CREATE FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key u
 COMMENT ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) IS 'GuestPass console: revokes a live API key of the app (P0002 when there is none). Audited.';
 
 --
--- Name: second_factor_done(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
+-- Name: second_factor_done(text, bigint); Type: FUNCTION; Schema: guestpass_console; Owner: -
 --
 
-CREATE FUNCTION guestpass_console.second_factor_done(p_session text) RETURNS void
+CREATE FUNCTION guestpass_console.second_factor_done(p_session text, p_step bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 a0dbd91cfbe0c462 $$;
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 683be4ab3dfbe93a $$;
 
 --
--- Name: FUNCTION second_factor_done(p_session text); Type: COMMENT; Schema: guestpass_console; Owner: -
+-- Name: FUNCTION second_factor_done(p_session text, p_step bigint); Type: COMMENT; Schema: guestpass_console; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_console.second_factor_done(p_session text) IS 'GuestPass console: the session''s TOTP code was right (checked by the server): the session is complete. Audited.';
+COMMENT ON FUNCTION guestpass_console.second_factor_done(p_session text, p_step bigint) IS 'GuestPass console: the session''s TOTP code was right for step p_step (checked by the server): the session is complete (audited) and true; false, and nothing changed, when a code of that step or a later one was accepted before (a replayed code).';
 
 --
 -- Name: session(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
@@ -5775,11 +5776,11 @@ REVOKE ALL ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, 
 GRANT ALL ON FUNCTION guestpass_console.revoke_key(p_session text, p_app uuid, p_key uuid) TO guestpass_console;
 
 --
--- Name: FUNCTION second_factor_done(p_session text); Type: ACL; Schema: guestpass_console; Owner: -
+-- Name: FUNCTION second_factor_done(p_session text, p_step bigint); Type: ACL; Schema: guestpass_console; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass_console.second_factor_done(p_session text) FROM PUBLIC;
-GRANT ALL ON FUNCTION guestpass_console.second_factor_done(p_session text) TO guestpass_console;
+REVOKE ALL ON FUNCTION guestpass_console.second_factor_done(p_session text, p_step bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.second_factor_done(p_session text, p_step bigint) TO guestpass_console;
 
 --
 -- Name: FUNCTION session(p_session text); Type: ACL; Schema: guestpass_console; Owner: -

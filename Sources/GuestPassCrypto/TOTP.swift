@@ -37,13 +37,19 @@ public enum TOTP {
 
     /// Whether `code` (digits only; spaces are ignored) is the code of `secret` at `date`, or of the step before or after.
     public static func verify(_ code: String, secret: [UInt8], at date: Date) -> Bool {
+        Self.matchingStep(code, secret: secret, at: date) != nil
+    }
+
+    /// The step whose code `code` is (the one at `date`, or the step before or after), or nil. A caller that keeps the
+    /// last step used refuses a code of a step not after it: a code is then good once (RFC 6238 section 5.2).
+    public static func matchingStep(_ code: String, secret: [UInt8], at date: Date) -> UInt64? {
         let typed = Array(code.filter { $0 != " " }.utf8)
-        guard typed.count == Self.digits, typed.allSatisfy({ (0x30...0x39).contains($0) }), !secret.isEmpty else { return false }
+        guard typed.count == Self.digits, typed.allSatisfy({ (0x30...0x39).contains($0) }), !secret.isEmpty else { return nil }
         let counter = Self.counter(at: date)
-        var matched = false
+        var matched: UInt64?
         for candidate in [counter &- 1, counter, counter &+ 1] {
             // Every candidate is compared, so the time does not tell which step matched.
-            if ConstantTime.equals(typed, Array(Self.code(secret: secret, counter: candidate).utf8)) { matched = true }
+            if ConstantTime.equals(typed, Array(Self.code(secret: secret, counter: candidate).utf8)) { matched = candidate }
         }
         return matched
     }

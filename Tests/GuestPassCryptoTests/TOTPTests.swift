@@ -46,6 +46,9 @@ import Testing
         #expect(!TOTP.verify("12345", secret: secret, at: now))
         #expect(!TOTP.verify("abcdef", secret: secret, at: now))
         #expect(!TOTP.verify("", secret: secret, at: now))
+        let step = UInt64(1_800_000_015 / 30)
+        #expect(TOTP.matchingStep(TOTP.code(secret: secret, at: now.addingTimeInterval(-30)), secret: secret, at: now) == step - 1)
+        #expect(TOTP.matchingStep(TOTP.code(secret: secret, at: now), secret: secret, at: now) == step)
     }
 
     @Test func theURIHoldsTheSecretInBase32() throws {

@@ -41,6 +41,7 @@ create table guestpass.operators (
     password_hash text not null,
     totp_secret bytea,
     totp_required boolean not null default false,
+    totp_last_step bigint,
     all_apps boolean not null default false,
     created_at timestamptz not null default now(),
     disabled_at timestamptz,
@@ -51,7 +52,9 @@ create table guestpass.operators (
 );
 comment on table guestpass.operators is
     'GuestPass: people who sign in to the operator console (guestpass operators create). password_hash is the users'' '
-    'KDF (scrypt PHC string); totp_secret the RFC 6238 key; all_apps, or only the apps of guestpass.operator_apps.';
+    'KDF (scrypt PHC string); totp_secret the RFC 6238 key and totp_last_step the 30-second step of the last code '
+    'accepted (a code of that step or an earlier one is refused: each code is good once); all_apps, or only the apps '
+    'of guestpass.operator_apps.';
 
 create table guestpass.operator_apps (
     operator_id uuid not null,

@@ -4,7 +4,7 @@
 -- limited. Sessions are aged, not slept on. Fixtures: apps X, Y; users A, B (X), C (Y); devices a1 (A), c1 (C);
 -- operators ox (app X, session 'sx'), oall (all apps, session 'sall').
 begin;
-select plan(40);
+select plan(43);
 
 \ir lib/fixtures.sql
 
@@ -123,6 +123,14 @@ update guestpass.operator_sessions set created_at = now() - interval '13 hours' 
 set local role guestpass_console;
 select throws_ok($$select guestpass_console.apps('sx')$$, 'GPC01', NULL, 'a session idle for 31 minutes has ended');
 select throws_ok($$select guestpass_console.apps('sall')$$, 'GPC01', NULL, 'a session begun 13 hours ago has ended');
+
+-- A code is good once: the step it was accepted for, and earlier ones, are refused afterwards.
+reset role;
+insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash) values (:'oall', 's2', 'c2'), (:'oall', 's3', 'c3');
+set local role guestpass_console;
+select ok(guestpass_console.second_factor_done('s2', 1000), 'a code of step 1000 completes a session');
+select ok(not guestpass_console.second_factor_done('s3', 1000), 'the same step does not complete another');
+select ok(guestpass_console.second_factor_done('s3', 1001), 'the next step does');
 
 -- Failed sign-ins: 5 for one email and the lookup refuses.
 select guestpass_console.sign_in_failed('ox@example.com', '10.0.0.1') from generate_series(1, 5);

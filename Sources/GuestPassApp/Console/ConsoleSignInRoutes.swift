@@ -8,7 +8,8 @@ import Hummingbird
 ///
 /// Failed attempts count per email and per client address in SQL (`guestpass_console.sign_in_lookup` refuses past the
 /// limit before any password is checked); an unknown email costs one dummy verification, as a known one does, so the
-/// answer's timing does not tell them apart. Wrong codes count as failed sign-ins too.
+/// answer's timing does not tell them apart. Wrong codes count as failed sign-ins too, and a code is good once: the
+/// operator's last used step is kept, and a code of that step or an earlier one is refused.
 struct ConsoleSignInRoutes: Sendable {
     let console: ConsoleServices
 
@@ -88,11 +89,12 @@ struct ConsoleSignInRoutes: Sendable {
         if lookup.limited {
             return try await self.codePage(request, context, problem: "Too many failed attempts; wait 15 minutes.", status: .tooManyRequests)
         }
-        guard let secret = lookup.totpSecret, TOTP.verify(form["code"] ?? "", secret: secret, at: Date()) else {
+        guard let secret = lookup.totpSecret, let step = TOTP.matchingStep(form["code"] ?? "", secret: secret, at: Date()),
+            try await self.console.store.secondFactorDone(session: caller.sessionHash, step: step)
+        else {
             try await self.console.store.signInFailed(email: caller.email, address: context.clientAddress)
-            return try await self.codePage(request, context, problem: "That code is not the current one.", status: .unauthorized)
+            return try await self.codePage(request, context, problem: "That code is not the current one, or was used already.", status: .unauthorized)
         }
-        try await self.console.store.secondFactorDone(session: caller.sessionHash)
         return Response(status: .seeOther, headers: [.location: "/apps"])
     }
 

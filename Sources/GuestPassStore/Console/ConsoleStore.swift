@@ -42,9 +42,10 @@ public struct ConsoleStore: Sendable {
         try await self.call("SELECT guestpass_console.sign_in_succeeded($1, $2, $3, $4)", [operatorID, tokenHash, csrfHash, secondFactorDone])
     }
 
-    /// The session's TOTP code was right.
-    public func secondFactorDone(session: String) async throws {
-        try await self.call("SELECT guestpass_console.second_factor_done($1)", [session])
+    /// The session's TOTP code was right for `step`: true when the session is now complete, false when a code of
+    /// that step or a later one was used before (a replayed code).
+    public func secondFactorDone(session: String, step: UInt64) async throws -> Bool {
+        try await self.run("SELECT guestpass_console.second_factor_done($1, $2)", [session, Int64(step)]).rows[0].decode(Bool.self, at: 0)
     }
 
     /// Ends the session.

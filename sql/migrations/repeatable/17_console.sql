@@ -232,19 +232,27 @@ comment on function guestpass_console.sign_in_succeeded(uuid, text, text, boolea
     'GuestPass console: a session for operator p_operator after its password matched (token and CSRF token hashes); '
     'p_second_factor_done only for an operator without a TOTP secret (22023 otherwise). Audited as sign_in once complete.';
 
-create or replace function guestpass_console.second_factor_done(p_session text)
-    returns void
+create or replace function guestpass_console.second_factor_done(p_session text, p_step bigint)
+    returns boolean
     language plpgsql volatile security definer set search_path = '' as $$
 declare
     v_operator guestpass.operators := guestpass.console_operator(p_session, false);
 begin
+    update guestpass.operators as o set totp_last_step = p_step
+    where o.id = v_operator.id and (o.totp_last_step is null or o.totp_last_step < p_step);
+    if not found then
+        return false;
+    end if;
     update guestpass.operator_sessions as s set second_factor_done = true where s.token_hash = p_session;
     perform guestpass.console_audit(v_operator, null, null, 'sign_in', '{"second_factor": "totp"}');
+    return true;
 end
 $$;
 
-comment on function guestpass_console.second_factor_done(text) is
-    'GuestPass console: the session''s TOTP code was right (checked by the server): the session is complete. Audited.';
+comment on function guestpass_console.second_factor_done(text, bigint) is
+    'GuestPass console: the session''s TOTP code was right for step p_step (checked by the server): the session is '
+    'complete (audited) and true; false, and nothing changed, when a code of that step or a later one was accepted '
+    'before (a replayed code).';
 
 create or replace function guestpass_console.sign_out(p_session text)
     returns void
