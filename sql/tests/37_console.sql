@@ -1,10 +1,11 @@
 -- the operator console (17_console.sql): role guestpass_console executes the functions of schema guestpass_console and
 -- nothing else; every function resolves the operator from a live session and refuses other apps' users and apps;
 -- every action writes an audit row nobody can change; sessions end when idle, old or signed out; failed sign-ins are
--- limited. Sessions are aged, not slept on. Fixtures: apps X, Y; users A, B (X), C (Y); devices a1 (A), c1 (C);
--- operators ox (app X, session 'sx'), oall (all apps, session 'sall').
+-- limited (5 an email, 20 an address, in 15 minutes). Sessions and failures are aged, not slept on. Fixtures: apps X,
+-- Y; users A, B (X), C (Y); devices a1 (A), c1 (C); operators ox (app X, sessions 'sx', then 'sx2'), oall (all apps,
+-- TOTP, sessions 'sall', 'spending', then 'sall2').
 begin;
-select plan(43);
+select plan(84);
 
 \ir lib/fixtures.sql
 
@@ -136,6 +137,130 @@ select ok(guestpass_console.second_factor_done('s3', 1001), 'the next step does'
 select guestpass_console.sign_in_failed('ox@example.com', '10.0.0.1') from generate_series(1, 5);
 select is(guestpass_console.sign_in_lookup('ox@example.com', '10.0.0.2'), '{"limited": true}'::jsonb,
     'after 5 failures the email is limited, from any address');
+
+-- Every further failure within 15 minutes counts; 20 from one address limit it for any email; older ones do not count.
+select guestpass_console.sign_in_failed('other' || n || '@example.com', '10.0.0.1') from generate_series(1, 14) as n;
+select is(guestpass_console.sign_in_lookup('oall@example.com', '10.0.0.1') ->> 'limited', 'false', '19 failures of an address: not yet');
+select guestpass_console.sign_in_failed('other@example.com', '10.0.0.1');
+select is(guestpass_console.sign_in_lookup('oall@example.com', '10.0.0.1'), '{"limited": true}'::jsonb,
+    'after 20 failures from one address it is limited, for every email');
+select is(guestpass_console.sign_in_lookup('OAll@Example.com', '10.0.0.9') - 'operator_id',
+    '{"limited": false, "password_hash": "hash-all", "totp_secret": "AQI=", "totp_required": true}'::jsonb,
+    'from another address the lookup gives the hash, the secret (base64) and whether a code is required, whatever the case');
+select is(guestpass_console.sign_in_lookup('nobody@example.com', '10.0.0.9'), '{"limited": false}'::jsonb,
+    'an unknown email: no operator, not limited');
+reset role;
+update guestpass.operator_sign_in_failures set failed_at = now() - interval '16 minutes';
+set local role guestpass_console;
+select is(guestpass_console.sign_in_lookup('ox@example.com', '10.0.0.1') ->> 'operator_id', :'ox',
+    'failures older than 15 minutes no longer count');
+
+-- Sign-in: a session, complete at once without a second factor, else after it; both audited as sign_in.
+select lives_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sx2', 'cx2', true)$$, :'ox'),
+    'a password-only operator''s session is complete at once');
+select throws_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sall2', 'call2', true)$$, :'oall'), '22023', NULL,
+    'an operator with a TOTP secret cannot skip the code');
+select guestpass_console.sign_in_succeeded(:'oall', 'sall2', 'call2', false);
+select is(guestpass_console.session('sall2') - 'operator_id',
+    '{"email": "oall@example.com", "all_apps": true, "second_factor_done": false}'::jsonb,
+    'the session waiting for its code is known to session()');
+select throws_ok($$select guestpass_console.find_users('sall2', 'email', 'x@example.com')$$, 'GPC01', NULL, 'but reads nothing');
+select guestpass_console.second_factor_done('sall2', 5000);
+select is(jsonb_array_length(guestpass_console.apps('sall2')), 2, 'once its code is right, it reads');
+select throws_ok($$select guestpass_console.apps('no-such-session')$$, 'GPC01', NULL, 'an unknown session is not signed in');
+reset role;
+select is((select array_agg(operator_email || ':' || action || ':' || coalesce(detail ->> 'second_factor', '-') order by id)
+           from guestpass.operator_audit where action = 'sign_in'),
+    array['ox@example.com:sign_in:-', 'oall@example.com:sign_in:totp'], 'each complete sign-in wrote one audit row');
+
+-- Sessions slide: a use moves last_seen_at to now; a disabled operator's session is over.
+update guestpass.operator_sessions set last_seen_at = now() - interval '20 minutes' where token_hash = 'sx2';
+set local role guestpass_console;
+select ok(jsonb_array_length(guestpass_console.apps('sx2')) = 1, 'a session used 20 minutes ago still reads');
+reset role;
+select ok((select last_seen_at = now() from guestpass.operator_sessions where token_hash = 'sx2'), 'and its last use is now');
+update guestpass.operators set disabled_at = now() where email = 'oall@example.com';
+set local role guestpass_console;
+select throws_ok($$select guestpass_console.apps('sall2')$$, 'GPC01', NULL, 'a disabled operator''s session has ended');
+select throws_ok($$select guestpass_console.session('sall2')$$, 'GPC01', NULL, 'session() says so too');
+select is(guestpass_console.sign_in_lookup('oall@example.com', '10.0.0.9'), '{"limited": false}'::jsonb,
+    'and a disabled operator cannot sign in');
+reset role;
+
+-- Scope for the remaining functions: operator ox (app X, session sx2) and app Y's user C, its session and key.
+update public.users set email = 'carol@example.com', is_anonymous = false where id = '00000000-0000-4000-8000-00000000000c';
+insert into guestpass.share_codes (user_id, app_id, code) values
+    ('00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000000f2', 'CCC234');
+insert into guestpass.identities (app_id, user_id, provider, subject) values
+    ('00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c', 'apple', '009999.cccccc');
+insert into guestpass.sessions (id, app_id, user_id) values
+    ('00000000-0000-4000-8000-0000000005c1', '00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-00000000000c'),
+    ('00000000-0000-4000-8000-0000000005a2', '00000000-0000-4000-8000-0000000000f1', '00000000-0000-4000-8000-00000000000a');
+insert into guestpass.refresh_tokens (session_id, counter, token_hash) values ('00000000-0000-4000-8000-0000000005a2', 0, repeat('a2', 32));
+insert into guestpass.api_keys (id, app_id, kind, key_hash, key_prefix) values
+    ('00000000-0000-4000-8000-0000000007f2', '00000000-0000-4000-8000-0000000000f2', 'secret', repeat('ab', 32), 'gp_sk_yyyyyy');
+set local role guestpass_console;
+select throws_ok($$select guestpass_console.set_premium('sx2', '00000000-0000-4000-8000-00000000000c', true)$$, '42501', NULL,
+    'an operator of app X cannot make app Y''s user premium');
+select throws_ok(
+    $$select guestpass_console.end_session('sx2', '00000000-0000-4000-8000-00000000000c', '00000000-0000-4000-8000-0000000005c1')$$,
+    '42501', NULL, 'nor end their session');
+select throws_ok($$select guestpass_console.add_key('sx2', '00000000-0000-4000-8000-0000000000f2', 'secret', repeat('cd', 32), 'gp_sk_zzzz')$$,
+    '42501', NULL, 'nor add a key to app Y');
+select throws_ok(
+    $$select guestpass_console.revoke_key('sx2', '00000000-0000-4000-8000-0000000000f2', '00000000-0000-4000-8000-0000000007f2')$$,
+    '42501', NULL, 'nor revoke app Y''s key');
+select throws_ok($$select guestpass_console.audit('sx2', '00000000-0000-4000-8000-0000000000f2', null)$$, '42501', NULL,
+    'nor read app Y''s audit');
+select is(guestpass_console.find_users('sx2', 'email', 'carol@example.com') || guestpass_console.find_users('sx2', 'share_code', 'CCC234')
+          || guestpass_console.find_users('sx2', 'apple_subject', '009999.cccccc'), '[]'::jsonb,
+    'nor find app Y''s user by email, share code or Apple subject');
+select throws_ok($$select guestpass_console.app('sx2', '00000000-0000-4000-8000-0000000000ff')$$, 'P0002', NULL, 'an unknown app is not found');
+
+-- The remaining actions, each with its audit row.
+select lives_ok($$select guestpass_console.set_app_quota('sx2', '00000000-0000-4000-8000-0000000000f1', 5, 4)$$, 'a quota set');
+select throws_ok($$select guestpass_console.set_app_quota('sx2', '00000000-0000-4000-8000-0000000000f1', -1, 4)$$, '22023', NULL,
+    'a negative quota is refused');
+select guestpass_console.add_key('sx2', '00000000-0000-4000-8000-0000000000f1', 'secret', repeat('ef', 32), 'gp_sk_xxxxxx') as new_key \gset
+select throws_ok($$select guestpass_console.add_key('sx2', '00000000-0000-4000-8000-0000000000f1', 'admin', repeat('ef', 32), 'x')$$,
+    '22023', NULL, 'a key of another kind is refused');
+select is((select k - 'created_at' from jsonb_array_elements(guestpass_console.app('sx2', '00000000-0000-4000-8000-0000000000f1') -> 'keys') as k),
+    jsonb_build_object('id', :'new_key', 'kind', 'secret', 'prefix', 'gp_sk_xxxxxx', 'revoked_at', null),
+    'the app page lists the key by id, kind and prefix, never its hash');
+select is(guestpass_console.app('sx2', '00000000-0000-4000-8000-0000000000f1') -> 'settings' -> 'daily_free_allowance', '5',
+    'and the new quota');
+select lives_ok(format($$select guestpass_console.revoke_key('sx2', '00000000-0000-4000-8000-0000000000f1', %L)$$, :'new_key'),
+    'the key revoked');
+select throws_ok(format($$select guestpass_console.revoke_key('sx2', '00000000-0000-4000-8000-0000000000f1', %L)$$, :'new_key'),
+    'P0002', NULL, 'a revoked key is not revoked twice');
+select lives_ok($$select guestpass_console.set_premium('sx2', '00000000-0000-4000-8000-00000000000a', true)$$, 'premium given');
+select lives_ok(
+    $$select guestpass_console.end_session('sx2', '00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-0000000005a2')$$,
+    'a session ended');
+select throws_ok($$select guestpass_console.change_credits('sx2', '00000000-0000-4000-8000-00000000000a', 5, ' ')$$, '22023', NULL,
+    'a credit change without a reason is refused');
+select throws_ok($$select guestpass_console.change_credits('sx2', '00000000-0000-4000-8000-00000000000a', 0, 'nothing')$$, '22023', NULL,
+    'and one of zero');
+reset role;
+select is((select array_agg(action order by id) from guestpass.operator_audit where operator_email = 'ox@example.com' and id >
+              (select max(id) from guestpass.operator_audit where action = 'sign_in')),
+    array['app_quota', 'key_created', 'key_revoked', 'premium', 'session_ended'], 'one audit row per action, none for the refused');
+select is((select before || after from guestpass.operator_audit where action = 'premium'),
+    '{"is_premium": false}'::jsonb || '{"is_premium": true}'::jsonb, 'premium''s row holds the value before and after');
+select is((select jsonb_build_array(before, after) from guestpass.operator_audit where action = 'app_quota'),
+    '[{"daily_free_allowance": 3, "welcome_grant_credits": 10}, {"daily_free_allowance": 5, "welcome_grant_credits": 4}]'::jsonb,
+    'the quota''s row too');
+select is((select (select revoked_at is not null from guestpass.sessions where id = '00000000-0000-4000-8000-0000000005a2')::text
+                  || (select revoked_at is not null from guestpass.refresh_tokens where token_hash = repeat('a2', 32))::text),
+    'truetrue', 'the ended session and its refresh token are revoked');
+set local role guestpass_console;
+select is((select jsonb_agg(r ->> 'action') from jsonb_array_elements(guestpass_console.audit('sx2', null, null)) as r),
+    '["session_ended", "premium", "key_revoked", "key_created", "app_quota", "sign_in", "account_deleted", "device_revoked", "credits", "credits"]'::jsonb,
+    'the operator''s audit: its apps'' rows and its own sign-ins, newest first, never another operator''s sign-in');
+select is((select jsonb_agg(r ->> 'action') from jsonb_array_elements(guestpass_console.audit('sx2', '00000000-0000-4000-8000-0000000000f1',
+              (select (guestpass_console.audit('sx2', null, null) -> 1 ->> 'id')::bigint))) as r),
+    '["key_revoked", "key_created", "app_quota", "account_deleted", "device_revoked", "credits", "credits"]'::jsonb,
+    'of one app, older than a given row');
 
 select * from finish();
 rollback;

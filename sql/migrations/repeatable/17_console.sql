@@ -331,8 +331,9 @@ begin
                 'storage_user_bytes_limit', a.storage_user_bytes_limit,
                 'storage_user_objects_limit', a.storage_user_objects_limit),
             'keys', coalesce((
-                select jsonb_agg(jsonb_build_object('id', k.id, 'kind', k.kind, 'created_at', k.created_at, 'revoked_at', k.revoked_at)
-                                 order by k.created_at desc, k.id)
+                select jsonb_agg(jsonb_build_object(
+                    'id', k.id, 'kind', k.kind, 'prefix', k.key_prefix, 'created_at', k.created_at, 'revoked_at', k.revoked_at)
+                    order by k.created_at desc, k.id)
                 from guestpass.api_keys as k where k.app_id = a.id), '[]')
         ) || guestpass.console_app_counts(a.id)
         from guestpass.apps as a where a.id = p_app);
@@ -341,7 +342,8 @@ $$;
 
 comment on function guestpass_console.app(text, uuid) is
     'GuestPass console: one app''s page: {id, name, created_at, settings (no key material, paths or SMTP password), '
-    'keys [{id, kind, created_at, revoked_at}] (never a key or its hash), users, guests, active_today}.';
+    'keys [{id, kind, prefix, created_at, revoked_at}] (the prefix shown for recognition, never a key or its hash), users, '
+    'guests, active_today}.';
 
 create or replace function guestpass_console.set_app_quota(
     p_session text, p_app uuid, p_daily_free_allowance integer, p_welcome_grant_credits integer
@@ -527,6 +529,9 @@ declare
     v_before integer;
     v_after integer;
 begin
+    if p_reason is null or char_length(btrim(p_reason)) not between 1 and 190 then
+        raise exception using errcode = '22023', message = 'a credit change needs a reason of 1 to 190 characters';
+    end if;
     select u.credits_balance into v_before from public.users as u where u.id = p_user for no key update;
     if p_delta < 0 and v_before + p_delta < 0 then
         raise exception using errcode = '22023', message = format('the user has %s credits; %s cannot be taken', v_before, -p_delta);
@@ -539,7 +544,7 @@ end
 $$;
 
 comment on function guestpass_console.change_credits(text, uuid, integer, text) is
-    'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 192 characters, through '
+    'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 190 characters, through '
     'guestpass.apply_credit_change (ledger reason ''operator: <reason>''); taking more than the balance is 22023. '
     'Returns the new balance. Audited with the balance before and after.';
 
