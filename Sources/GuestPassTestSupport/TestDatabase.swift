@@ -14,6 +14,8 @@ public struct TestDatabase: Sendable {
     public let ownerURL: String
     /// URL as the service's login role, `guestpass_authenticator`.
     public let loginURL: String
+    /// URL as the operator console's login role, `guestpass_console`.
+    public let consoleURL: String
 
     /// The superuser URL of the test cluster's maintenance database.
     public static func clusterURL() throws -> String {
@@ -66,6 +68,13 @@ public struct TestDatabase: Sendable {
         return PostgresPool(configuration: configuration)
     }
 
+    /// A pool on this database as the operator console's login role (what the console's `ConsoleStore` uses).
+    public func consolePool(maxConnections: Int = 4) -> PostgresPool {
+        var configuration = PostgresConfiguration(url: self.consoleURL)
+        configuration.maxConnections = maxConnections
+        return PostgresPool(configuration: configuration)
+    }
+
     /// A pool on this database as the superuser (fixtures and checks that must see every row); `acquireTimeout` is
     /// `PostgresConfiguration`'s default unless given.
     public func ownerPool(maxConnections: Int = 4, acquireTimeout: Duration = .seconds(5)) -> PostgresPool {
@@ -97,7 +106,9 @@ private actor Registry {
         plan.migrate = false
         if migrated { plan.template = try await self.migratedTemplate(cluster: cluster, examples: examples) }
         let stack = try await DevStack.up(plan, logger: Self.logger)
-        return TestDatabase(name: name, ownerURL: stack.ownerURL, loginURL: stack.loginURL)
+        return TestDatabase(
+            name: name, ownerURL: stack.ownerURL, loginURL: stack.loginURL,
+            consoleURL: stack.consoleURL ?? DevStack.url(cluster, database: name, user: DevStack.consoleRole))
     }
 
     /// The migrated template, built once however many tests ask for it at the same time.
