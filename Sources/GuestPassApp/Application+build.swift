@@ -7,10 +7,13 @@ public import Logging
 import ServiceLifecycle
 import GuestPassStore
 
-/// Builds the HTTP application: the pool as a service (started first, stopped last) and the router.
+/// Builds the HTTP application: the pool as a service (started first, stopped last) and the router. `history` is the
+/// server's in-memory hour (`ServiceHistory`): every answer counted into it, its gauges sampled each bucket
+/// (`ServiceHistorySampler`, a service of the application), drawn by the operator console; tests pass their own.
 public func buildApplication(
     configuration: AppConfiguration,
     logger: Logger,
+    history: ServiceHistory = ServiceHistory(),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     _ = try OpenAPIDocument.bundled.get()
@@ -29,7 +32,6 @@ public func buildApplication(
             pool: pool, backend: $0, signer: StorageSigner(refreshTokenKey: tokens.configuration.refreshTokenKey),
             uploadGraceSeconds: configuration.storage.uploadGraceSeconds, signedUploadSeconds: configuration.storage.signedUploadSeconds)
     }
-    let history = ServiceHistory()
     let router = buildRouter(
         pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage, history: history,
         deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),

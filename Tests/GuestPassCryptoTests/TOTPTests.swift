@@ -59,4 +59,32 @@ import Testing
         #expect(query.first { $0.name == "secret" }?.value.flatMap(Base32.decode) == secret)
         #expect(query.first { $0.name == "issuer" }?.value == "GuestPass")
     }
+
+    /// The same appendix B rows through the clock: the 6-digit code at each time is the vector's last six digits, and
+    /// `verify` accepts it then, 30 s later (the step before), not 60 s later.
+    @Test func rfc6238VectorsByDate() {
+        let key = Array("12345678901234567890".utf8)
+        let vectors: [(TimeInterval, String)] = [
+            (59, "94287082"), (1_111_111_109, "07081804"), (1_111_111_111, "14050471"), (1_234_567_890, "89005924"),
+            (2_000_000_000, "69279037"), (20_000_000_000, "65353130"),
+        ]
+        for (seconds, expected) in vectors {
+            let date = Date(timeIntervalSince1970: seconds)
+            let code = String(expected.suffix(6))
+            #expect(TOTP.code(secret: key, at: date) == code, "T = \(seconds)")
+            #expect(TOTP.verify(code, secret: key, at: date) && TOTP.verify(code, secret: key, at: date.addingTimeInterval(30)))
+            #expect(!TOTP.verify(code, secret: key, at: date.addingTimeInterval(60)))
+        }
+    }
+
+    /// A secret survives its trip through the otpauth URI's base32, whatever its bytes.
+    @Test func base32RoundTripsEveryLength() throws {
+        for length in 0...40 {
+            let bytes = try SecureRandom.bytes(length)
+            let text = Base32.encode(bytes)
+            #expect(!text.contains("=") && text.count == (length * 8 + 4) / 5)
+            #expect(Base32.decode(text) == bytes && Base32.decode(text.lowercased()) == bytes)
+        }
+        #expect(try TOTP.newSecret().count == 20)
+    }
 }

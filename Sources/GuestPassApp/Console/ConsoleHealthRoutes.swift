@@ -1,11 +1,9 @@
 import Foundation
-import GuestPassPostgres
-import GuestPassStore
 import Hummingbird
-import ServiceLifecycle
 
 /// The health page: this server's last hour from `ServiceHistory` as SVG charts (requests per second and p99 per
-/// route group, error rates, pool connections in use, Realtime sockets) and its last 5xx answers.
+/// route group, error rates, pool connections open, idle and waiting, Realtime sockets, the mail queue) and its last
+/// 5xx answers.
 struct ConsoleHealthRoutes: Sendable {
     let console: ConsoleServices
 
@@ -32,7 +30,8 @@ struct ConsoleHealthRoutes: Sendable {
                 (
                     "pool", "Database connections", "connections",
                     [
-                        series("in use") { $0.gauges[ServiceHistorySampler.poolInUse] ?? 0 },
+                        series("open") { $0.gauges[ServiceHistorySampler.poolOpen] ?? 0 },
+                        series("idle") { $0.gauges[ServiceHistorySampler.poolIdle] ?? 0 },
                         series("waiting") { $0.gauges[ServiceHistorySampler.poolWaiting] ?? 0 },
                     ]
                 ),
@@ -50,40 +49,14 @@ struct ConsoleHealthRoutes: Sendable {
             }
             let formatter = ISO8601DateFormatter()
             let rows = errors.map { error -> [String: Any] in
-                ["at": formatter.string(from: error.at), "group": error.group, "status": error.status, "code": error.route, "request_id": ""]
+                [
+                    "at": formatter.string(from: error.at), "group": error.group, "status": error.status, "route": error.route,
+                    "code": error.code ?? "", "request_id": error.requestID ?? "",
+                ]
             }
             view["errors"] = rows
             view["has_errors"] = !rows.isEmpty
             return self.console.pages.page("health", view)
-        }
-    }
-}
-
-/// Samples the gauges of `ServiceHistory` once per bucket: the pool's connections in use and waiting, the open
-/// Realtime sockets, the mail queue (mails not yet sent and the age of the oldest: one query,
-/// `guestpass_server.mail_queue_state`). A service of the API application (it stops with it).
-struct ServiceHistorySampler: Service {
-    static let poolInUse = "pool_in_use"
-    static let poolWaiting = "pool_waiting"
-    static let realtimeSockets = "realtime_sockets"
-    static let mailQueued = "mail_queued"
-    static let mailOldestAge = "mail_oldest_age"
-
-    let history: ServiceHistory
-    let pool: PostgresPool
-    let sockets: @Sendable () -> Int
-
-    func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let statistics = await self.pool.statistics
-            self.history.sample(Self.poolInUse, Double(statistics.open - statistics.idle))
-            self.history.sample(Self.poolWaiting, Double(statistics.waiting))
-            self.history.sample(Self.realtimeSockets, Double(self.sockets()))
-            if let mail = try? await MailOutbox(pool: self.pool).state() {
-                self.history.sample(Self.mailQueued, Double(mail.queued))
-                self.history.sample(Self.mailOldestAge, mail.oldestAgeSeconds)
-            }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(ServiceHistory.bucketSeconds)) }
         }
     }
 }

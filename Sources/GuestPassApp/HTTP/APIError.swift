@@ -320,6 +320,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
             }
             if answer.status.code >= 500 {
+                (context as? AppRequestContext)?.answeredServerErrorCode = answer.code
                 var metadata: Logger.Metadata = ["error": "\(type(of: error))", "http.status": "\(answer.status.code)"]
                 if let error = error as? PostgresError {
                     metadata["db.error"] = "\(error.kind)"

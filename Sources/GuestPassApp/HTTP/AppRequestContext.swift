@@ -26,6 +26,13 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, We
     /// The database role the caller runs as, for the error mapping of the outer `ErrorMiddleware` (shared likewise).
     private let callerRoleBox = NIOLockedValueBox<DatabaseRole?>(nil)
     var callerRole: DatabaseRole? { self.callerRoleBox.withLockedValue { $0 } }
+    /// The code of the 5xx error `ErrorMiddleware` answered, for the console's last errors (`ServiceHistory`; shared
+    /// likewise, so the outer `RequestMetricsMiddleware` sees it).
+    private let answeredServerErrorCodeBox = NIOLockedValueBox<String?>(nil)
+    var answeredServerErrorCode: String? {
+        get { self.answeredServerErrorCodeBox.withLockedValue { $0 } }
+        nonmutating set { self.answeredServerErrorCodeBox.withLockedValue { $0 = newValue } }
+    }
     public var responseEncoder: CompactJSONResponseEncoder { CompactJSONResponseEncoder() }
     /// Where the Realtime upgrade route leaves its socket handler (`RealtimeRoutes`).
     public let webSocket = WebSocketHandlerReference<AppRequestContext>()

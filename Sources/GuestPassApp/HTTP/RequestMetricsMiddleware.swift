@@ -1,5 +1,6 @@
 import Dispatch
 import Hummingbird
+import Logging
 import Metrics
 import NIOConcurrencyHelpers
 
@@ -13,7 +14,8 @@ import NIOConcurrencyHelpers
 /// body went out in two `write` calls, two TCP segments, on every response. The latency therefore ends when the
 /// response is ready, not when its last byte is handed to the socket (for these small bodies, microseconds apart).
 ///
-/// Each answered request is also counted in `history`, the console's in-memory hour (`ServiceHistory`).
+/// Each answered request is also counted in `history`, the console's in-memory hour (`ServiceHistory`): a 5xx with
+/// the code `ErrorMiddleware` answered and the request id `RequestLogMiddleware` gave it (both read only then).
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache = RequestMetricsCache()
     let history: ServiceHistory?
@@ -33,8 +35,16 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             metrics.requests.increment()
             let elapsed = DispatchTime.now().uptimeNanoseconds - started
             metrics.duration.recordNanoseconds(elapsed)
-            self.history?.record(
-                path: request.uri.path, route: context.endpointPath ?? "Unknown", status: Int(response.status.code), nanoseconds: elapsed)
+            if let history = self.history {
+                let status = Int(response.status.code)
+                if status >= 500 {
+                    history.record(
+                        path: request.uri.path, route: context.endpointPath ?? "Unknown", status: status, nanoseconds: elapsed,
+                        code: (context as? AppRequestContext)?.answeredServerErrorCode, requestID: Self.requestID(context))
+                } else {
+                    history.record(path: request.uri.path, route: context.endpointPath ?? "Unknown", status: status, nanoseconds: elapsed)
+                }
+            }
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
@@ -43,9 +53,16 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             metrics.errors.increment()
             self.history?.record(
                 path: request.uri.path, route: context.endpointPath ?? "NotFound", status: Int(status.code),
-                nanoseconds: DispatchTime.now().uptimeNanoseconds - started)
+                nanoseconds: DispatchTime.now().uptimeNanoseconds - started, code: (error as? APIError)?.code,
+                requestID: Self.requestID(context))
             throw error
         }
+    }
+
+    /// The request's id, as `RequestLogMiddleware` put it on the request's logger.
+    static func requestID(_ context: Context) -> String? {
+        guard case .string(let id) = context.logger[metadataKey: "request_id"] else { return nil }
+        return id
     }
 }
 
