@@ -1426,13 +1426,13 @@ COMMENT ON FUNCTION guestpass_console.add_key(p_session text, p_app uuid, p_kind
 CREATE FUNCTION guestpass_console.app(p_session text, p_app uuid) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 dbb2bc5c3cfcc447 $$;
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 d467444b6d5a1531 $$;
 
 --
 -- Name: FUNCTION app(p_session text, p_app uuid); Type: COMMENT; Schema: guestpass_console; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_console.app(p_session text, p_app uuid) IS 'GuestPass console: one app''s page: {id, name, created_at, settings (no key material, paths or SMTP password), keys [{id, kind, created_at, revoked_at}] (never a key or its hash), users, guests, active_today}.';
+COMMENT ON FUNCTION guestpass_console.app(p_session text, p_app uuid) IS 'GuestPass console: one app''s page: {id, name, created_at, settings (no key material, paths or SMTP password), keys [{id, kind, prefix, created_at, revoked_at}] (the prefix shown for recognition, never a key or its hash), users, guests, active_today}.';
 
 --
 -- Name: apps(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
@@ -1471,13 +1471,13 @@ COMMENT ON FUNCTION guestpass_console.audit(p_session text, p_app uuid, p_before
 CREATE FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 27508c438c0a29bb $$;
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 15d0df2bd227305e $$;
 
 --
 -- Name: FUNCTION change_credits(p_session text, p_user uuid, p_delta integer, p_reason text); Type: COMMENT; Schema: guestpass_console; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) IS 'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 192 characters, through guestpass.apply_credit_change (ledger reason ''operator: <reason>''); taking more than the balance is 22023. Returns the new balance. Audited with the balance before and after.';
+COMMENT ON FUNCTION guestpass_console.change_credits(p_session text, p_user uuid, p_delta integer, p_reason text) IS 'GuestPass console: grants (p_delta > 0) or takes (< 0) credits with a reason of 1 to 190 characters, through guestpass.apply_credit_change (ledger reason ''operator: <reason>''); taking more than the balance is 22023. Returns the new balance. Audited with the balance before and after.';
 
 --
 -- Name: delete_user(text, uuid, text[]); Type: FUNCTION; Schema: guestpass_console; Owner: -

@@ -171,7 +171,9 @@ select throws_ok($$select guestpass_console.apps('no-such-session')$$, 'GPC01', 
 reset role;
 select is((select array_agg(operator_email || ':' || action || ':' || coalesce(detail ->> 'second_factor', '-') order by id)
            from guestpass.operator_audit where action = 'sign_in'),
-    array['ox@example.com:sign_in:-', 'oall@example.com:sign_in:totp'], 'each complete sign-in wrote one audit row');
+    array['oall@example.com:sign_in:totp', 'oall@example.com:sign_in:totp', 'ox@example.com:sign_in:-',
+          'oall@example.com:sign_in:totp'],
+    'each complete sign-in wrote one audit row (the two codes of the replay checks above, then these), the refused none');
 
 -- Sessions slide: a use moves last_seen_at to now; a disabled operator's session is over.
 update guestpass.operator_sessions set last_seen_at = now() - interval '20 minutes' where token_hash = 'sx2';
