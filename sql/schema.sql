@@ -1645,19 +1645,19 @@ CREATE FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) R
 COMMENT ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) IS 'GuestPass console: what a sign-in checks for email p_email from client address p_address: {limited} alone when 5 failures of that email or 20 of that address happened in the last 15 minutes, or when no enabled operator has that email; else also operator_id, password_hash, totp_secret (base64) and totp_required.';
 
 --
--- Name: sign_in_succeeded(uuid, text, text, boolean); Type: FUNCTION; Schema: guestpass_console; Owner: -
+-- Name: sign_in_succeeded(uuid, text, boolean); Type: FUNCTION; Schema: guestpass_console; Owner: -
 --
 
-CREATE FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) RETURNS void
+CREATE FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 209dcd07a5b5bb62 $$;
+    AS $$ -- body in sql/migrations/repeatable/17_console.sql, sha256 a56cf14391daed99 $$;
 
 --
--- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean); Type: COMMENT; Schema: guestpass_console; Owner: -
+-- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean); Type: COMMENT; Schema: guestpass_console; Owner: -
 --
 
-COMMENT ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) IS 'GuestPass console: a session for operator p_operator after its password matched (token and CSRF token hashes); p_second_factor_done only for an operator without a TOTP secret (22023 otherwise). Audited as sign_in once complete.';
+COMMENT ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean) IS 'GuestPass console: a session for operator p_operator after its password matched (the token''s hash; its CSRF token is derived from the token by the server, so nothing of it is stored); p_second_factor_done only for an operator without a TOTP secret (22023 otherwise). Audited as sign_in once complete.';
 
 --
 -- Name: sign_out(text); Type: FUNCTION; Schema: guestpass_console; Owner: -
@@ -3497,7 +3497,6 @@ CREATE TABLE guestpass.operator_sessions (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     operator_id uuid NOT NULL,
     token_hash text NOT NULL,
-    csrf_token_hash text NOT NULL,
     second_factor_done boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -5818,11 +5817,11 @@ REVOKE ALL ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address 
 GRANT ALL ON FUNCTION guestpass_console.sign_in_lookup(p_email text, p_address text) TO guestpass_console;
 
 --
--- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean); Type: ACL; Schema: guestpass_console; Owner: -
+-- Name: FUNCTION sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean); Type: ACL; Schema: guestpass_console; Owner: -
 --
 
-REVOKE ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean) TO guestpass_console;
+REVOKE ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION guestpass_console.sign_in_succeeded(p_operator uuid, p_token_hash text, p_second_factor_done boolean) TO guestpass_console;
 
 --
 -- Name: FUNCTION sign_out(p_session text); Type: ACL; Schema: guestpass_console; Owner: -

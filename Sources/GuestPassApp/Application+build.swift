@@ -8,8 +8,8 @@ import ServiceLifecycle
 import GuestPassStore
 
 /// Builds the HTTP application: the pool as a service (started first, stopped last) and the router. `history` is the
-/// server's in-memory hour (`ServiceHistory`): every answer counted into it, its gauges sampled each bucket
-/// (`ServiceHistorySampler`, a service of the application), drawn by the operator console; tests pass their own.
+/// server's in-memory hour (`ServiceHistory`), kept when the operator console runs (which draws it): every answer
+/// counted into it, its gauges sampled each bucket (`ServiceHistorySampler`, a service of the application).
 public func buildApplication(
     configuration: AppConfiguration,
     logger: Logger,
@@ -32,15 +32,17 @@ public func buildApplication(
             pool: pool, backend: $0, signer: StorageSigner(refreshTokenKey: tokens.configuration.refreshTokenKey),
             uploadGraceSeconds: configuration.storage.uploadGraceSeconds, signedUploadSeconds: configuration.storage.signedUploadSeconds)
     }
+    // The history is kept only for the console that draws it: without one, no request takes its lock and nothing samples.
+    let consoleSetup = configuration.postgresConsole.flatMap { database in configuration.consoleListener.map { (database, $0) } }
+    let apple = AppleVerifiers(logger: logger, timeout: configuration.appleTimeout)
     let router = buildRouter(
-        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage, history: history,
-        deviceCheck: DeviceCheckClients(logger: logger), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
+        pool: pool, readPool: readPool, tokens: tokens, authenticator: authenticator, catalog: catalog, storage: storage,
+        history: consoleSetup == nil ? nil : history, deviceCheck: DeviceCheckClients(logger: logger), apple: apple,
         readiness: configuration.readiness, afterAppleUpdate: configuration.afterAppleUpdate, maxRows: configuration.maxRows
     )
     var services: [any Service] = [
         pool, SchemaReloadListener(configuration: configuration.postgres, cache: catalog, logger: logger),
         RealtimeChangeFeed(services: realtime, logger: logger),
-        ServiceHistorySampler(history: history, pool: pool, sockets: { realtime.hub.socketCount }),
     ]
     PasswordHasher.warmUp
     let publicURL = NIOLockedValueBox(configuration.publicURL ?? "http://\(configuration.host):\(configuration.port)")
@@ -66,15 +68,15 @@ public func buildApplication(
             ListenerService(
                 buildMetricsServer(registry: registry, pools: pools, host: listener.host, port: listener.port, logger: logger), listener: listener))
     }
-    if let consoleConfiguration = configuration.postgresConsole, let listener = configuration.consoleListener {
+    if let consoleSetup {
+        let (consoleConfiguration, listener) = consoleSetup
         let consolePool = PostgresPool(configuration: consoleConfiguration, logger: logger)
-        let revoker = AppleTokenRevoker(
-            functions: ServerFunctions(pool: pool), apple: AppleVerifiers(logger: logger, timeout: configuration.appleTimeout),
-            signer: tokens.configuration.signer)
-        let console = try buildConsoleServer(
+        let revoker = AppleTokenRevoker(functions: ServerFunctions(pool: pool), apple: apple, signer: tokens.configuration.signer)
+        let server = try buildConsoleServer(
             pool: consolePool, history: history, appleRevoker: revoker, schemas: catalog.schemas, listener: listener,
             secureCookies: configuration.publicURL?.hasPrefix("https://") ?? false, logger: logger)
-        services.append(ListenerService(console, listener: listener))
+        services.append(ServiceHistorySampler(history: history, pool: pool, sockets: { realtime.hub.socketCount }))
+        services.append(ListenerService(server, listener: listener))
     }
     // The Realtime socket's upgrade is decided by a router of its own; what it refuses falls through to `router`.
     let webSocketRouter = Router(context: AppRequestContext.self)

@@ -63,7 +63,7 @@ import Testing
             let id = try await Administration(pool: self.owner).createOperator(
                 email: email, passwordHash: "not-a-real-hash", totpSecret: nil, totpRequired: false, allApps: allApps, apps: apps)
             let session = Self.hex()
-            try await self.store.signInSucceeded(operatorID: id, tokenHash: session, csrfHash: Self.hex(), secondFactorDone: true)
+            try await self.store.signInSucceeded(operatorID: id, tokenHash: session, secondFactorDone: true)
             return session
         }
 
@@ -143,9 +143,9 @@ import Testing
                 email: "totp@example.com", passwordHash: "h", totpSecret: [1, 2, 3], totpRequired: true, allApps: true, apps: [])
             let pending = Fixture.hex()
             await #expect(throws: ConsoleStoreError.self, "an operator with a secret cannot skip the code") {
-                try await fixture.store.signInSucceeded(operatorID: withCode, tokenHash: pending, csrfHash: Fixture.hex(), secondFactorDone: true)
+                try await fixture.store.signInSucceeded(operatorID: withCode, tokenHash: pending, secondFactorDone: true)
             }
-            try await fixture.store.signInSucceeded(operatorID: withCode, tokenHash: pending, csrfHash: Fixture.hex(), secondFactorDone: false)
+            try await fixture.store.signInSucceeded(operatorID: withCode, tokenHash: pending, secondFactorDone: false)
             let waiting = try await fixture.store.session(pending)
             #expect(waiting.email == "totp@example.com" && waiting.allApps && !waiting.secondFactorDone)
             await #expect(throws: ConsoleStoreError.notSignedIn) { try await fixture.store.apps(session: pending) }

@@ -69,7 +69,6 @@ create table guestpass.operator_sessions (
     id uuid not null default gen_random_uuid(),
     operator_id uuid not null,
     token_hash text not null,
-    csrf_token_hash text not null,
     second_factor_done boolean not null default false,
     created_at timestamptz not null default now(),
     last_seen_at timestamptz not null default now(),

@@ -17,8 +17,8 @@ insert into guestpass.sessions (id, app_id, user_id, device_id) values
 select guestpass.create_operator('ox@example.com', 'hash-x', null, false, false, array['00000000-0000-4000-8000-0000000000f1'::uuid])
     as ox \gset
 select guestpass.create_operator('oall@example.com', 'hash-all', '\x0102'::bytea, true, true, null) as oall \gset
-insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash, second_factor_done) values
-    (:'ox', 'sx', 'cx', true), (:'oall', 'sall', 'call', true), (:'oall', 'spending', 'cp', false);
+insert into guestpass.operator_sessions (operator_id, token_hash, second_factor_done) values
+    (:'ox', 'sx', true), (:'oall', 'sall', true), (:'oall', 'spending', false);
 
 update public.users set email = 'Alice@Example.com', is_anonymous = false where id = '00000000-0000-4000-8000-00000000000a';
 insert into guestpass.share_codes (user_id, app_id, code) values
@@ -127,7 +127,7 @@ select throws_ok($$select guestpass_console.apps('sall')$$, 'GPC01', NULL, 'a se
 
 -- A code is good once: the step it was accepted for, and earlier ones, are refused afterwards.
 reset role;
-insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash) values (:'oall', 's2', 'c2'), (:'oall', 's3', 'c3');
+insert into guestpass.operator_sessions (operator_id, token_hash) values (:'oall', 's2'), (:'oall', 's3');
 set local role guestpass_console;
 select ok(guestpass_console.second_factor_done('s2', 1000), 'a code of step 1000 completes a session');
 select ok(not guestpass_console.second_factor_done('s3', 1000), 'the same step does not complete another');
@@ -156,11 +156,11 @@ select is(guestpass_console.sign_in_lookup('ox@example.com', '10.0.0.1') ->> 'op
     'failures older than 15 minutes no longer count');
 
 -- Sign-in: a session, complete at once without a second factor, else after it; both audited as sign_in.
-select lives_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sx2', 'cx2', true)$$, :'ox'),
+select lives_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sx2', true)$$, :'ox'),
     'a password-only operator''s session is complete at once');
-select throws_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sall2', 'call2', true)$$, :'oall'), '22023', NULL,
+select throws_ok(format($$select guestpass_console.sign_in_succeeded(%L, 'sall2', true)$$, :'oall'), '22023', NULL,
     'an operator with a TOTP secret cannot skip the code');
-select guestpass_console.sign_in_succeeded(:'oall', 'sall2', 'call2', false);
+select guestpass_console.sign_in_succeeded(:'oall', 'sall2', false);
 select is(guestpass_console.session('sall2') - 'operator_id',
     '{"email": "oall@example.com", "all_apps": true, "second_factor_done": false}'::jsonb,
     'the session waiting for its code is known to session()');

@@ -8,8 +8,8 @@ import Hummingbird
 ///   a table read cannot sign anyone in. HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
 ///   it), Path=/, Secure when the console's public address is https, and no longer-lived than the session (12 h).
 /// - Every form of a signed-in page carries the session's CSRF token, derived from the session token (SHA-256 of a
-///   label and the token), so it is as unguessable as the cookie and needs no storage of its own; the database keeps
-///   its hash beside the session's, and a post whose token does not match is refused before anything happens.
+///   label and the token), so it is as unguessable as the cookie and needs no storage of its own; a post whose token
+///   does not match is refused before anything happens.
 /// - The sign-in form, before any session, is protected the same way by a short-lived pre-session cookie
 ///   (`gp_console_pre`) whose value the form repeats (double submit).
 struct ConsoleCookies: Sendable {

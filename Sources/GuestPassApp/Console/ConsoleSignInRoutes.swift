@@ -63,8 +63,7 @@ struct ConsoleSignInRoutes: Sendable {
         let token = try ConsoleCookies.newToken()
         let needsCode = lookup.totpSecret != nil
         try await self.console.store.signInSucceeded(
-            operatorID: operatorID, tokenHash: ConsoleCookies.hash(token), csrfHash: ConsoleCookies.hash(ConsoleCookies.csrfToken(forSession: token)),
-            secondFactorDone: !needsCode)
+            operatorID: operatorID, tokenHash: ConsoleCookies.hash(token), secondFactorDone: !needsCode)
         var response = Response(status: .seeOther, headers: [.location: needsCode ? "/sign-in/code" : "/apps"])
         response.headers[values: .setCookie] = [
             self.console.cookies.setCookie(ConsoleCookies.session, token, seconds: ConsoleCookies.sessionSeconds),

@@ -38,8 +38,8 @@ public struct ConsoleStore: Sendable {
     }
 
     /// Opens a session for `operator` (its password matched).
-    public func signInSucceeded(operatorID: UUID, tokenHash: String, csrfHash: String, secondFactorDone: Bool) async throws {
-        try await self.call("SELECT guestpass_console.sign_in_succeeded($1, $2, $3, $4)", [operatorID, tokenHash, csrfHash, secondFactorDone])
+    public func signInSucceeded(operatorID: UUID, tokenHash: String, secondFactorDone: Bool) async throws {
+        try await self.call("SELECT guestpass_console.sign_in_succeeded($1, $2, $3)", [operatorID, tokenHash, secondFactorDone])
     }
 
     /// The session's TOTP code was right for `step`: true when the session is now complete, false when a code of

@@ -206,7 +206,7 @@ comment on function guestpass_console.sign_in_failed(text, text) is
     'are dropped on the way).';
 
 create or replace function guestpass_console.sign_in_succeeded(
-    p_operator uuid, p_token_hash text, p_csrf_hash text, p_second_factor_done boolean
+    p_operator uuid, p_token_hash text, p_second_factor_done boolean
 )
     returns void
     language plpgsql volatile security definer set search_path = '' as $$
@@ -220,16 +220,17 @@ begin
     if v_operator.totp_secret is not null and p_second_factor_done then
         raise exception using errcode = '22023', message = 'this operator signs in with a code';
     end if;
-    insert into guestpass.operator_sessions (operator_id, token_hash, csrf_token_hash, second_factor_done, created_at, last_seen_at)
-    values (p_operator, p_token_hash, p_csrf_hash, p_second_factor_done, guestpass.clock(), guestpass.clock());
+    insert into guestpass.operator_sessions (operator_id, token_hash, second_factor_done, created_at, last_seen_at)
+    values (p_operator, p_token_hash, p_second_factor_done, guestpass.clock(), guestpass.clock());
     if p_second_factor_done then
         perform guestpass.console_audit(v_operator, null, null, 'sign_in', '{}');
     end if;
 end
 $$;
 
-comment on function guestpass_console.sign_in_succeeded(uuid, text, text, boolean) is
-    'GuestPass console: a session for operator p_operator after its password matched (token and CSRF token hashes); '
+comment on function guestpass_console.sign_in_succeeded(uuid, text, boolean) is
+    'GuestPass console: a session for operator p_operator after its password matched (the token''s hash; its CSRF '
+    'token is derived from the token by the server, so nothing of it is stored); '
     'p_second_factor_done only for an operator without a TOTP secret (22023 otherwise). Audited as sign_in once complete.';
 
 create or replace function guestpass_console.second_factor_done(p_session text, p_step bigint)
