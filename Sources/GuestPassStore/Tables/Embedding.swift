@@ -49,7 +49,7 @@ struct Relationship {
     /// From the referenced table to the rows of `target` holding `key`: one-to-many, or one-to-one on a unique key.
     static func toReferencing(by key: ForeignKey, target: Relation) -> Relationship {
         Relationship(
-            foreignKey: key, target: target, cardinality: target.uniqueKeys.contains(Set(key.columns)) ? .oneToOne : .oneToMany,
+            foreignKey: key, target: target, cardinality: key.oneToOne ? .oneToOne : .oneToMany,
             link: .columns(zip(key.columns, key.referencedColumns).map { (target: $0.0, parent: $0.1) }))
     }
 

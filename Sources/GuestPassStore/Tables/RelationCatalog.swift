@@ -76,7 +76,9 @@ public struct Relation: Sendable {
     public var qualifiedName: String { self.schema + "." + self.name }
 }
 
-/// A foreign key between two relations of the exposed schemas: the edge an embedding follows.
+/// A foreign key between two relations of the exposed schemas: the edge an embedding follows. A view that shows a base
+/// table's key columns holds that key too, under the key's name and with the view's column names
+/// (`RelationCatalog.viewForeignKeys`), as in PostgREST.
 public struct ForeignKey: Sendable, Decodable {
     public let name: String
     public let schema: String
@@ -85,6 +87,22 @@ public struct ForeignKey: Sendable, Decodable {
     public let referencedSchema: String
     public let referencedTable: String
     public let referencedColumns: [String]
+    /// The referencing columns are a unique key of the (base) table that holds them: one referencing row at most.
+    public let oneToOne: Bool
+
+    init(
+        name: String, schema: String, table: String, columns: [String], referencedSchema: String, referencedTable: String,
+        referencedColumns: [String], oneToOne: Bool
+    ) {
+        self.name = name
+        self.schema = schema
+        self.table = table
+        self.columns = columns
+        self.referencedSchema = referencedSchema
+        self.referencedTable = referencedTable
+        self.referencedColumns = referencedColumns
+        self.oneToOne = oneToOne
+    }
 
     /// The key references its own table (a tree: `p_web_id → id`).
     var isSelfReference: Bool { self.schema == self.referencedSchema && self.table == self.referencedTable }
@@ -94,6 +112,7 @@ public struct ForeignKey: Sendable, Decodable {
         case referencedSchema = "referenced_schema"
         case referencedTable = "referenced_table"
         case referencedColumns = "referenced_columns"
+        case oneToOne = "one_to_one"
     }
 }
 
@@ -194,14 +213,20 @@ public struct RelationCatalog: Sendable {
                           JOIN pg_catalog.pg_attribute AS a ON a.attrelid = f.conrelid AND a.attnum = k.attnum),
               'referenced_schema', rn.nspname, 'referenced_table', r.relname,
               'referenced_columns', (SELECT json_agg(a.attname ORDER BY k.position) FROM unnest(f.confkey) WITH ORDINALITY AS k(attnum, position)
-                                     JOIN pg_catalog.pg_attribute AS a ON a.attrelid = f.confrelid AND a.attnum = k.attnum))
-              ORDER BY f.conname)
+                                     JOIN pg_catalog.pg_attribute AS a ON a.attrelid = f.confrelid AND a.attnum = k.attnum),
+              'one_to_one', EXISTS (
+                SELECT 1 FROM pg_catalog.pg_index AS i
+                WHERE i.indrelid = f.conrelid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+                  AND (SELECT array_agg(x ORDER BY x) FROM unnest(i.indkey::int2[]) AS x) = (SELECT array_agg(x ORDER BY x) FROM unnest(f.conkey) AS x)))
+              ORDER BY f.conname, n.nspname, c.relname)
             FROM pg_catalog.pg_constraint AS f
             JOIN pg_catalog.pg_class AS c ON c.oid = f.conrelid
             JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
             JOIN pg_catalog.pg_class AS r ON r.oid = f.confrelid
             JOIN pg_catalog.pg_namespace AS rn ON rn.oid = r.relnamespace
-            WHERE f.contype = 'f' AND n.nspname = ANY (string_to_array($1, ',')) AND rn.nspname = ANY (string_to_array($1, ','))), '[]'),
+            -- Every schema's keys: a view of an exposed schema takes over the keys of its base tables, wherever they are
+            -- (the catalog keeps only those whose ends are both relations it serves).
+            WHERE f.contype = 'f' AND n.nspname NOT IN ('pg_catalog', 'information_schema')), '[]'),
           'computed_relationships', coalesce((
             SELECT json_agg(json_build_object(
               'schema', fn.nspname, 'function', f.proname, 'parent_schema', pn.nspname, 'parent', pc.relname,
@@ -225,7 +250,7 @@ public struct RelationCatalog: Sendable {
               WHERE s.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))
                 AND r.rolname IN ('anon', 'authenticated', 'service_role') AND setting LIKE 'statement_timeout=%'
               ORDER BY r.rolname, s.setdatabase DESC) AS t), '{}'),
-          'view_keys', coalesce((\(ViewKeys.query)), '{}'),
+          'view_keys', coalesce((\(ViewKeyDependency.query)), '[]'),
           'writable_without_rls', coalesce((
             SELECT json_agg(DISTINCT n.nspname || '.' || c.relname)
             FROM pg_catalog.pg_class AS c
@@ -256,25 +281,78 @@ public struct RelationCatalog: Sendable {
         let computed_relationships: [ComputedRelationship]
         let statement_timeouts: [String: String]
         let writable_without_rls: [String]
-        let view_keys: [String: [String]]
+        let view_keys: [ViewKeyDependency]
     }
 
     /// Decodes the document `query` returns.
     init(json: String) throws {
         let document = try JSONDecoder().decode(Document.self, from: Data(json.utf8))
+        let viewKeys = Self.viewPrimaryKeys(document.view_keys, relations: document.relations)
         for row in document.relations {
             let relation = Relation(
                 schema: row.schema, name: row.name, kind: Relation.Kind(rawValue: row.kind) ?? .table, columns: row.columns,
-                primaryKey: row.primary_key.isEmpty ? document.view_keys[row.schema + "." + row.name] ?? [] : row.primary_key,
+                primaryKey: row.primary_key.isEmpty ? viewKeys[row.schema + "." + row.name] ?? [] : row.primary_key,
                 uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls,
                 computedFields: row.computed
             )
             self.relations[relation.qualifiedName] = relation
         }
-        self.foreignKeys = document.foreign_keys
+        self.foreignKeys = (document.foreign_keys + Self.viewForeignKeys(document.view_keys, baseKeys: document.foreign_keys)).filter {
+            self.relation(schema: $0.schema, name: $0.table) != nil && self.relation(schema: $0.referencedSchema, name: $0.referencedTable) != nil
+        }
         self.computedRelationships = document.computed_relationships
         self.statementTimeouts = document.statement_timeouts
         self.writableWithoutRowSecurity = document.writable_without_rls
+    }
+
+    /// A view's primary key, as PostgREST infers it: for each base table whose whole primary key the view shows, the
+    /// first view column showing each key column; in the view's column order.
+    private static func viewPrimaryKeys(_ dependencies: [ViewKeyDependency], relations: [Document.RelationRow]) -> [String: [String]] {
+        var shown: [String: Set<String>] = [:]
+        for dependency in dependencies where dependency.kind == .primaryKey {
+            shown[dependency.viewSchema + "." + dependency.view, default: []].formUnion(dependency.columns.compactMap(\.viewColumns.first))
+        }
+        var keys: [String: [String]] = [:]
+        for row in relations {
+            guard let columns = shown[row.schema + "." + row.name] else { continue }
+            keys[row.schema + "." + row.name] = row.columns.map(\.name).filter(columns.contains)
+        }
+        return keys
+    }
+
+    /// The foreign keys views take over from their base tables (PostgREST's `addViewM2OAndO2ORels`): for a key from
+    /// table A to table B, a view showing the key's columns of A holds it to B, B's referenced columns shown by a view
+    /// make it a key from A to that view, and both together a key between the two views; one key per way of reading
+    /// it through each view (a view showing a key column twice holds it twice).
+    static func viewForeignKeys(_ dependencies: [ViewKeyDependency], baseKeys: [ForeignKey]) -> [ForeignKey] {
+        var byKey: [String: [ViewKeyDependency]] = [:]
+        for dependency in dependencies where dependency.kind != .primaryKey {
+            byKey["\(dependency.tableSchema).\(dependency.table)|\(dependency.constraint)|\(dependency.kind.rawValue)", default: []].append(
+                dependency)
+        }
+        typealias End = (schema: String, table: String, columns: [String])
+        var found: [ForeignKey] = []
+        for key in baseKeys {
+            let referencing = (byKey["\(key.schema).\(key.table)|\(key.name)|f"] ?? []).flatMap { view in
+                view.mappings.map { mapping in End(view.viewSchema, view.view, key.columns.map { mapping[$0] ?? $0 }) }
+            }
+            let referenced = (byKey["\(key.referencedSchema).\(key.referencedTable)|\(key.name)|f_ref"] ?? []).flatMap { view in
+                view.mappings.map { mapping in End(view.viewSchema, view.view, key.referencedColumns.map { mapping[$0] ?? $0 }) }
+            }
+            let make = { (from: End, to: End) in
+                ForeignKey(
+                    name: key.name, schema: from.schema, table: from.table, columns: from.columns, referencedSchema: to.schema,
+                    referencedTable: to.table, referencedColumns: to.columns, oneToOne: key.oneToOne)
+            }
+            let base = (
+                referencing: End(key.schema, key.table, key.columns),
+                referenced: End(key.referencedSchema, key.referencedTable, key.referencedColumns)
+            )
+            found += referencing.map { make($0, base.referenced) }
+            found += referenced.map { make(base.referencing, $0) }
+            found += referencing.flatMap { from in referenced.map { make(from, $0) } }
+        }
+        return found
     }
 
     init() {}
