@@ -1,5 +1,7 @@
-/// The query string's bytes to decoded pairs, as PostgREST's `parseQueryReplacePlus True` splits them, but strict
-/// about what PostgREST would pass on: a malformed `%` escape, invalid UTF-8 or a NUL is refused.
+/// The query string's bytes to decoded pairs, as PostgREST's `parseQueryReplacePlus True` splits and decodes them (a
+/// `%` not followed by two hexadecimal digits stays a `%`, as http-types' `urlDecode` keeps it, so
+/// `like(any).{%plan%}` reads as in PostgREST), but strict about what PostgREST would pass on: invalid UTF-8 or a NUL
+/// is refused.
 public enum QueryString {
     static func pairs(_ rawQuery: String) throws(QueryGrammarError) -> [(key: String, value: String)] {
         var bytes = Array(rawQuery.utf8)[...]
@@ -47,7 +49,7 @@ public enum QueryString {
         return encoded
     }
 
-    /// `+` is a space, `%XX` a byte; the result must be UTF-8 without NUL.
+    /// `+` is a space, `%XX` a byte, any other `%` itself; the result must be UTF-8 without NUL.
     private static func decode(_ encoded: ArraySlice<UInt8>) throws(QueryGrammarError) -> String {
         var decoded: [UInt8] = []
         decoded.reserveCapacity(encoded.count)
@@ -60,7 +62,9 @@ public enum QueryString {
                 index += 1
             case UInt8(ascii: "%"):
                 guard index + 2 < encoded.endIndex, let high = Self.hexValue(encoded[index + 1]), let low = Self.hexValue(encoded[index + 2]) else {
-                    throw Self.failure("a % must be followed by two hexadecimal digits")
+                    decoded.append(byte)
+                    index += 1
+                    continue
                 }
                 decoded.append(high << 4 | low)
                 index += 3

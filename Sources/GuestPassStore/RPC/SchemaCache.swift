@@ -241,7 +241,7 @@ public final class SchemaCache: Sendable {
                 let mode = modes.isEmpty ? "i" : modes[index]
                 let name = index < names.count ? names[index] : ""
                 if ["o", "b", "t"].contains(mode) {
-                    outputs.append(Relation.Column(name: name, type: type, nullable: true, defaultExpression: nil, generated: false))
+                    outputs.append(Relation.Column(name: name, type: type, baseType: nil, nullable: true, defaultExpression: nil, generated: false))
                 }
                 guard ["i", "b", "v"].contains(mode) else { continue }
                 inputs.append((name, type))

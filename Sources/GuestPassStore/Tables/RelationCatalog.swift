@@ -10,6 +10,8 @@ public struct Relation: Sendable {
         /// `format_type` of the column's type, schema-qualified where it is not in `pg_catalog` (read with an empty
         /// `search_path`), so it can be spliced into `json_to_recordset(…) AS _("col" <type>)`.
         public let type: String
+        /// For a domain, the type it is a domain over, through domains of domains (`format_type`); nil otherwise.
+        public let baseType: String?
         public let nullable: Bool
         /// The default expression (`pg_get_expr`, qualified), spliced only for `Prefer: missing=default`.
         public let defaultExpression: String?
@@ -24,6 +26,7 @@ public struct Relation: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case name, type, nullable, generated
+            case baseType = "base_type"
             case defaultExpression = "default"
             case representationParser = "representation_parser"
             case representationFormatter = "representation_formatter"
@@ -53,13 +56,16 @@ public struct Relation: Sendable {
     /// PostgREST's computed fields: a function of the exposed schemas taking this relation's row as its one argument
     /// and returning one value, by name → its schema. Selected, filtered and ordered on like a column (never by `*`).
     public let computedFields: [String: String]
+    /// The type each computed field returns, domains read through to their base type.
+    let computedFieldTypes: [String: String]
     private let columnIndex: [String: Int]
 
     init(
         schema: String, name: String, kind: Kind, columns: [Column], primaryKey: [String], uniqueKeys: [Set<String>], rowSecurity: Bool,
-        computedFields: [String: String] = [:]
+        computedFields: [String: String] = [:], computedFieldTypes: [String: String] = [:]
     ) {
         self.computedFields = computedFields
+        self.computedFieldTypes = computedFieldTypes
         self.schema = schema
         self.name = name
         self.kind = kind
@@ -72,6 +78,12 @@ public struct Relation: Sendable {
 
     /// The column named `name`, or nil.
     public func column(_ name: String) -> Column? { self.columnIndex[name].map { self.columns[$0] } }
+
+    /// The type of the column or computed field `name` with domains read through (`tsvector` for a domain over it),
+    /// or nil for neither.
+    func baseType(of name: String) -> String? {
+        self.column(name).map { $0.baseType ?? $0.type } ?? self.computedFieldTypes[name]
+    }
 
     public var qualifiedName: String { self.schema + "." + self.name }
 }
@@ -165,6 +177,17 @@ public struct RelationCatalog: Sendable {
              WHEN t.typbasetype <> 0 THEN pg_get_expr(t.typdefaultbin, 0) END
         """
 
+    /// The name of the type `oid` (SQL) is, or of the type it is a domain over, through domains of domains.
+    static func baseType(_ oid: String) -> String {
+        """
+        (WITH RECURSIVE chain(oid, base) AS (
+           SELECT b.oid, b.typbasetype FROM pg_catalog.pg_type AS b WHERE b.oid = \(oid)
+           UNION ALL
+           SELECT d.oid, d.typbasetype FROM pg_catalog.pg_type AS d JOIN chain ON d.oid = chain.base)
+         SELECT format_type(oid, NULL) FROM chain WHERE base = 0)
+        """
+    }
+
     /// The one catalog query (run with an empty `search_path`, so type names and defaults come out qualified).
     static let query = """
         SELECT json_build_object(
@@ -174,6 +197,7 @@ public struct RelationCatalog: Sendable {
               'columns', coalesce((
                 SELECT json_agg(json_build_object(
                   'name', a.attname, 'type', format_type(a.atttypid, a.atttypmod), 'nullable', NOT a.attnotnull,
+                  'base_type', CASE WHEN t.typtype = 'd' THEN \(Self.baseType("t.typbasetype")) END,
                   'default', \(Self.columnDefault), 'generated', a.attgenerated <> '',
                   'representation_parser', (SELECT k.castfunc::regproc::text FROM pg_catalog.pg_cast AS k
                     WHERE a.atttypid >= 16384 AND k.castsource = 'pg_catalog.json'::regtype AND k.casttarget = a.atttypid AND k.castfunc <> 0),
@@ -197,6 +221,12 @@ public struct RelationCatalog: Sendable {
                 WHERE i.indrelid = c.oid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL), '[]'),
               'computed', coalesce((
                 SELECT json_object_agg(f.proname, fn.nspname ORDER BY fn.nspname)
+                FROM pg_catalog.pg_proc AS f
+                JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
+                WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND NOT f.proretset AND f.pronargs = 1
+                  AND f.proargtypes[0] = c.reltype AND f.prorettype <> 'pg_catalog.void'::pg_catalog.regtype), '{}'),
+              'computed_types', coalesce((
+                SELECT json_object_agg(f.proname, \(Self.baseType("f.prorettype")) ORDER BY fn.nspname)
                 FROM pg_catalog.pg_proc AS f
                 JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
                 WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND NOT f.proretset AND f.pronargs = 1
@@ -274,6 +304,7 @@ public struct RelationCatalog: Sendable {
             let primary_key: [String]
             let unique_keys: [[String]?]
             let computed: [String: String]
+            let computed_types: [String: String]
         }
 
         let relations: [RelationRow]
@@ -293,7 +324,7 @@ public struct RelationCatalog: Sendable {
                 schema: row.schema, name: row.name, kind: Relation.Kind(rawValue: row.kind) ?? .table, columns: row.columns,
                 primaryKey: row.primary_key.isEmpty ? viewKeys[row.schema + "." + row.name] ?? [] : row.primary_key,
                 uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls,
-                computedFields: row.computed
+                computedFields: row.computed, computedFieldTypes: row.computed_types
             )
             self.relations[relation.qualifiedName] = relation
         }

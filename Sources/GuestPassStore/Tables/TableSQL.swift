@@ -80,7 +80,7 @@ struct TableSQL {
     }
 
     /// The SQL of `filter` on the relation aliased `table` (`relation` gives column types: full-text search wraps a
-    /// column that is not a `tsvector` in `to_tsvector`).
+    /// column or computed field that is not a `tsvector`, or a domain over one, in `to_tsvector`).
     /// `embeddings` are the node's embeddings by name: `rel=is.null` is a `NOT EXISTS` of a matching row (an
     /// anti-join), `rel=not.is.null` an `EXISTS`, as PostgREST reads a null filter on an embedding's name.
     mutating func condition(_ filter: Filter, on table: String, relation: Relation?, embeddings: [String: EmbeddingReference] = [:]) -> String {
@@ -97,7 +97,7 @@ struct TableSQL {
         case .list(let items):
             sql = "\(lhs) = ANY(\(self.bind(Self.arrayLiteral(items))))"
         case .text(let text):
-            sql = self.comparison(lhs, condition, text, columnType: filter.field.jsonPath.isEmpty ? relation?.column(filter.field.column)?.type : nil)
+            sql = self.comparison(lhs, condition, text, columnType: filter.field.jsonPath.isEmpty ? relation?.baseType(of: filter.field.column) : nil)
         }
         return condition.negated ? "NOT (\(sql))" : sql
     }
