@@ -120,6 +120,31 @@ def test_a_guest_sees_and_changes_only_its_own_readings(rls_server, app):
     assert b.rows(f"readings?id=eq.{b_row['id']}") == [b_row], "B's row is unchanged, as B sees it"
 
 
+def test_a_put_cannot_take_or_change_another_guests_row(rls_server, app):
+    """PUT (PostgREST's single upsert) is an INSERT … ON CONFLICT DO UPDATE under the same policies: onto B's key it
+    changes nothing of B's; a key of the URL the body does not hold writes nothing (400 PGRST115); on A's own row it
+    replaces (200) and on a new key inserts (201)."""
+    a, b = guest(rls_server, app), guest(rls_server, app)
+    b_row = b.insert("readings", {"kind": "face", "content": {"owner": "b"}})[0]
+    taken = a.request("PUT", f"readings?id=eq.{b_row['id']}", {"Prefer": "return=representation"},
+                      json={"id": b_row["id"], "kind": "coffee"})
+    assert taken.status_code in (403, 409), f"a PUT onto B's id must not change it: {taken.text}"
+    assert b.rows(f"readings?id=eq.{b_row['id']}") == [b_row], "B's row is unchanged, as B sees it"
+    a_row = a.insert("readings", {"kind": "palm"})[0]
+    mismatch = a.request("PUT", f"readings?id=eq.{a_row['id']}", json={"id": b_row["id"], "kind": "tarot"})
+    assert_table_error(mismatch, 400, "PGRST115")
+    assert b.rows(f"readings?id=eq.{b_row['id']}") == [b_row] and a.rows(f"readings?id=eq.{a_row['id']}") == [a_row]
+    assert_table_error(a.request("PUT", "readings?kind=eq.palm", json={"kind": "palm"}), 405, "PGRST105")
+    assert_table_error(a.request("PUT", f"readings?id=eq.{a_row['id']}&limit=1", json={"id": a_row["id"]}), 400, "PGRST114")
+    replaced = a.request("PUT", f"readings?id=eq.{a_row['id']}", {"Prefer": "return=representation"},
+                         json={"id": a_row["id"], "kind": "coffee"})
+    assert replaced.status_code == 200 and replaced.json()[0]["kind"] == "coffee", replaced.text
+    new_id = str(uuid.uuid4()) if isinstance(a_row["id"], str) else a_row["id"] + 1_000_000
+    created = a.request("PUT", f"readings?id=eq.{new_id}", {"Prefer": "return=representation"}, json={"id": new_id, "kind": "palm"})
+    assert created.status_code == 201 and created.json()[0]["user_id"] == a.user_id, created.text
+    assert len(a.rows("readings")) == 2 and len(b.rows("readings")) == 1
+
+
 def test_a_guest_cannot_insert_as_another_guest(rls_server, app):
     a, b = guest(rls_server, app), guest(rls_server, app)
     refused = a.request("POST", "readings", json={"kind": "palm", "user_id": b.user_id})

@@ -18,12 +18,18 @@ public enum PostgRESTCode {
     public static let invalidBody = "PGRST102"
     /// 416: an impossible range (negative limit, offset beyond the total).
     public static let invalidRange = "PGRST103"
+    /// 405: a `PUT` whose filters are not exactly its relation's primary-key columns, each with `eq`.
+    public static let invalidFilters = "PGRST105"
     /// 406: `Accept-Profile` / `Content-Profile` names a schema that is not exposed.
     public static let unacceptableSchema = "PGRST106"
     /// 406: no acceptable media type in `Accept`.
     public static let unacceptableMediaType = "PGRST107"
     /// 400: a filter, order or limit names an embedding that `select` does not have.
     public static let notEmbedded = "PGRST108"
+    /// 400: `limit` or `offset` on a `PUT`.
+    public static let putRange = "PGRST114"
+    /// 400: a `PUT` whose body does not hold the primary-key values its URL names (or holds several such rows).
+    public static let putKeyMismatch = "PGRST115"
     /// 406: a singular response (`application/vnd.pgrst.object+json`) with other than one row.
     public static let notSingular = "PGRST116"
     /// 405: a method the table API does not serve.

@@ -12,6 +12,8 @@ public struct PostgRESTRefusal: Error, Sendable, Equatable {
         case badRequest
         /// The request is ambiguous: several relationships fit an embedding (HTTP 300).
         case multipleChoices
+        /// The method does not fit the request: a `PUT` that does not name one row by its primary key (HTTP 405).
+        case methodNotAllowed
     }
 
     public let kind: Kind

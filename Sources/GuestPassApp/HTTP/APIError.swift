@@ -94,6 +94,7 @@ extension APIError {
             switch refusal.kind {
             case .badRequest: .badRequest
             case .multipleChoices: .multipleChoices
+            case .methodNotAllowed: .methodNotAllowed
             }
         self.init(status, code: refusal.code, message: refusal.message, details: refusal.details, hint: refusal.hint)
     }
@@ -190,6 +191,8 @@ extension APIError {
             case PostgRESTCode.queryParse:
                 return APIError(.badRequest, code: PostgRESTCode.queryParse, message: "Invalid full-text search query", details: error.detail)
             case PostgRESTCode.notSingular: return TableResponse.notSingular(Int(rows) ?? 0)
+            case PostgRESTCode.putKeyMismatch:
+                return APIError(.badRequest, code: PostgRESTCode.putKeyMismatch, message: "Payload values do not match URL in primary key column(s)")
             case PostgRESTCode.maxAffected:
                 return APIError(
                     .badRequest, code: PostgRESTCode.maxAffected, message: "Query result exceeds max-affected preference constraint",

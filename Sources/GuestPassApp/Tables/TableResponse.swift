@@ -39,6 +39,11 @@ struct TableResponse {
             // `inserted` is counted only by a merge upsert with a conflict target: 200 when it inserted nothing.
             let status: HTTPResponse.Status = (inserted.map { $0 <= 0 } ?? false) ? .ok : .created
             return self.withRepresentation(status: status, headers: headers, body: body)
+        case .put:
+            // PostgREST's single upsert: no Content-Range; 201 when the row was inserted, 200 when it replaced one.
+            let status: HTTPResponse.Status = (inserted ?? 0) > 0 ? .created : .ok
+            guard self.plan.returnsRepresentation else { return Response(status: .noContent, headers: self.headers(), body: .init()) }
+            return self.withRepresentation(status: status, headers: self.headers(), body: body)
         case .update:
             let headers = self.headers(contentRange: Self.contentRange(0, pageTotal - 1, countTotal))
             return self.withRepresentation(status: .noContent, headers: headers, body: body)
@@ -65,7 +70,7 @@ struct TableResponse {
         guard self.plan.returnsRepresentation else { return Response(status: status, headers: headers, body: .init()) }
         var headers = headers
         headers[.contentType] = self.contentType
-        let shown: HTTPResponse.Status = self.plan.action == .insert ? status : .ok
+        let shown: HTTPResponse.Status = self.plan.action == .insert || self.plan.action == .put ? status : .ok
         return Response(status: shown, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body ?? Array("[]".utf8))))
     }
 
@@ -80,16 +85,17 @@ struct TableResponse {
         }
     }
 
-    private func headers(contentRange: String) -> HTTPFields {
-        var headers: HTTPFields = [.contentRange: contentRange]
+    private func headers(contentRange: String? = nil) -> HTTPFields {
+        var headers: HTTPFields = [:]
+        if let contentRange { headers[.contentRange] = contentRange }
         if let applied = self.preferenceApplied { headers[.preferenceApplied] = applied }
         if self.multipleSchemas { headers[.contentProfile] = self.schema }
         if let location = self.contentLocation { headers[.contentLocation] = location }
         return headers
     }
 
-    /// The preferences honoured, in PostgREST's order: resolution (inserts into a relation with a key), missing
-    /// (POST, PATCH), return (writes), count, handling, timezone, max-affected (PATCH, DELETE under `handling=strict`).
+    /// The preferences honoured, in PostgREST's order: resolution (POST into a relation with a key), missing
+    /// (POST, PATCH), return (writes, `PUT` too), count, handling, timezone, max-affected (PATCH, DELETE under `handling=strict`).
     var preferenceApplied: String? {
         let preferences = self.plan.preferences
         let action = self.plan.action

@@ -6,7 +6,7 @@ import NIOCore
 import PostgRESTGrammar
 import GuestPassStore
 
-/// PostgREST's table API: `GET`/`HEAD`/`POST`/`PATCH`/`DELETE /rest/v1/<table or view>` for the relations of the
+/// PostgREST's table API: `GET`/`HEAD`/`POST`/`PUT`/`PATCH`/`DELETE /rest/v1/<table or view>` for the relations of the
 /// exposed schemas, as the Supabase SDKs' `from(…)` calls send them. Each request is one statement in the request
 /// transaction (the caller's role and verified claims, one round trip), so row-level security decides every row:
 /// reads run through `reads` (a replica when configured), writes on `pool`. `TableRequest` checks the URL and headers,
@@ -26,7 +26,7 @@ struct TableRoutes: Sendable {
         let group = router.group("rest/v1").add(middleware: ErrorMiddleware(dialect: .postgREST))
             .add(middleware: AuthenticationMiddleware(authenticator: self.authenticator))
             .group(context: CallerContext.self)
-        for method in [HTTPRequest.Method.get, .head, .post, .patch, .delete] {
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .patch, .delete] {
             group.on(":table", method: method) { request, context in try await self.serve(request, context, method: method) }
         }
         // A deeper path (`/rest/v1/a/b`, `/rest/v1/rpc/f/x`) names no resource: PostgREST's 404, with or without a key,
@@ -37,11 +37,11 @@ struct TableRoutes: Sendable {
                 throw APIError(.notFound, code: PostgRESTCode.invalidPath, message: "Invalid path specified in request URL")
             }
         }
-        for method in [HTTPRequest.Method.put, .trace, .connect, .options] {
+        for method in [HTTPRequest.Method.trace, .connect, .options] {
             group.on(":table", method: method) { request, _ -> Response in
                 throw APIError(
                     .methodNotAllowed, code: PostgRESTCode.unsupportedMethod, message: "Unsupported HTTP method: \(request.method.rawValue)",
-                    headers: [.allow: "GET, HEAD, POST, PATCH, DELETE"])
+                    headers: [.allow: "GET, HEAD, POST, PUT, PATCH, DELETE"])
             }
         }
     }
@@ -57,6 +57,7 @@ struct TableRoutes: Sendable {
         let action: TablePlan.Action =
             switch method {
             case .post: .insert
+            case .put: .put
             case .patch: .update
             case .delete: .delete
             default: .read(head: method == .head)
@@ -75,6 +76,9 @@ struct TableRoutes: Sendable {
         case .insert:
             let body = try await TableBodyReader.read(&request, relation: relation, columns: parsed.query.columns, limit: Self.bodyLimit)
             statement = try TableStatements.insert(plan, body: body)
+        case .put:
+            let body = try await TableBodyReader.read(&request, relation: relation, columns: parsed.query.columns, limit: Self.bodyLimit)
+            statement = try TableStatements.put(plan, body: body)
         case .update:
             let body = try await TableBodyReader.read(&request, relation: relation, columns: parsed.query.columns, limit: Self.bodyLimit)
             // PostgREST runs no UPDATE for an empty body (`{}`, `[]`), filtered or not.

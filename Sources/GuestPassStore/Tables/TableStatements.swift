@@ -3,10 +3,12 @@ public import PostgRESTGrammar
 
 /// What a table request asks the database for, once its request has been parsed and its relation found.
 public struct TablePlan: Sendable {
-    /// The statement the request becomes: a read (`head`: no body), or one of the three writes.
+    /// The statement the request becomes: a read (`head`: no body), or one of the writes.
     public enum Action: Equatable, Sendable {
         case read(head: Bool)
         case insert
+        /// `PUT`: insert or replace the one row the primary-key filters name (`TableStatements.put`).
+        case put
         case update
         case delete
     }
@@ -139,21 +141,34 @@ public enum TableStatements {
     /// `POST`: insert (or upsert) the body's rows. A merge upsert with a conflict target counts the rows it inserts as
     /// PostgREST does (`upsertCount`), so a view, which has no `xmax`, answers 200 or 201 as a table does.
     public static func insert(_ plan: TablePlan, body: TableBody) throws -> PostgresStatement {
+        let target =
+            plan.preferences.resolution == nil ? nil : plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
+        return try self.insert(plan, body: body, resolution: plan.preferences.resolution, target: target, rowConditions: { _, _ in [] })
+    }
+
+    /// The INSERT of `insert` and `put`: the body's rows that pass `rowConditions` (SQL over each row's values, by
+    /// column name), upserted on `target` as `resolution` says.
+    static func insert(
+        _ plan: TablePlan, body: TableBody, resolution: Preferences.Resolution?, target: [String]?,
+        rowConditions: ([String: String], inout TableSQL) -> [String]
+    ) throws -> PostgresStatement {
         var sql = TableSQL()
         let table = TableSQL.quoted(plan.relation.name)
         let names = body.columns.map { TableSQL.quoted($0.name) }
         let payload = sql.bind(body.arrayText)
-        let target =
-            plan.preferences.resolution == nil ? nil : plan.query.onConflict ?? (plan.relation.primaryKey.isEmpty ? nil : plan.relation.primaryKey)
-        let counting = plan.preferences.resolution == .mergeDuplicates && target != nil
-        let counted = counting ? " WHERE \(self.upsertCount(adding: true))" : ""
+        let counting = resolution == .mergeDuplicates && target != nil
         var statement = "INSERT INTO \(TableSQL.qualified(plan.relation)) AS \(table)"
         if body.columns.isEmpty {
             // Rows of defaults only (`{}`): a SELECT of no columns fills every column with its default.
-            statement += " SELECT FROM json_array_elements(\(payload)::json)\(counted)"
+            let conditions = rowConditions([:], &sql) + (counting ? [self.upsertCount(adding: true)] : [])
+            statement += " SELECT FROM json_array_elements(\(payload)::json)\(self.whereClause(conditions))"
         } else {
             let rows = self.bodyRows(body, plan: plan, payload: payload, sql: &sql)
-            statement += " (\(names.joined(separator: ", "))) SELECT \(rows.values.joined(separator: ", ")) FROM \(rows.from)\(counted)\(rows.order)"
+            let values = Dictionary(zip(body.columns.map(\.name), rows.values), uniquingKeysWith: { first, _ in first })
+            let conditions = rowConditions(values, &sql) + (counting ? [self.upsertCount(adding: true)] : [])
+            statement +=
+                " (\(names.joined(separator: ", "))) SELECT \(rows.values.joined(separator: ", ")) FROM \(rows.from)"
+                + "\(self.whereClause(conditions))\(rows.order)"
         }
         if let target {
             let conflict = target.map(TableSQL.quoted).joined(separator: ", ")
@@ -162,7 +177,7 @@ public enum TableStatements {
             // of only the conflict columns sets them, as PostgREST does, so that every row sent comes back.
             let others = body.columns.map(\.name).filter { !target.contains($0) }
             let updated = (others.isEmpty ? body.columns.map(\.name) : others).map(TableSQL.quoted)
-            if plan.preferences.resolution == .mergeDuplicates, !updated.isEmpty {
+            if resolution == .mergeDuplicates, !updated.isEmpty {
                 statement +=
                     " ON CONFLICT (\(conflict)) DO UPDATE SET " + updated.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
                     + " WHERE \(self.upsertCount(adding: false))"
@@ -237,6 +252,7 @@ public enum TableStatements {
             body = "json_agg(_t)::text"
         }
         var checks: [String] = []
+        if plan.action == .put { checks.append(self.putCheck) }
         if plan.singular { checks.append(self.singularCheck) }
         if plan.preferences.handling == .strict, let most = plan.preferences.maxAffected, plan.action == .update || plan.action == .delete {
             checks.append(
