@@ -28,7 +28,8 @@ import Testing
     }
 
     @Test func transactionsFinishWhileEveryPoolThreadIsHeld() async throws {
-        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 2) }) { database, pool in
+        // Twenty callers share two connections: on a loaded machine one may wait longer than the default 5 s for its turn.
+        try await TestDatabase.with(pool: { $0.loginPool(maxConnections: 2, acquireTimeout: .seconds(60)) }) { database, pool in
             let identity = RequestIdentity(role: .authenticated, claimsJSON: Self.claims)
             // Both connections open (two overlapping transactions), so that nothing below needs a thread to connect.
             async let first = pool.requestTransaction(identity, [PostgresStatement("SELECT pg_sleep(0.3)")])
@@ -47,7 +48,7 @@ import Testing
                 release.lock()
                 release.unlock(withValue: true)
             }
-            let sum = try await Self.within(.seconds(20)) {
+            let sum = try await Self.within(.seconds(60)) {
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<20 {
                         group.addTask {
