@@ -30,7 +30,8 @@ and a case is
               run and checked like a difference, but outside the areas the conformance ratio counts
 
 After every case that is not a GET or HEAD the harness puts the fixture's rows back (spec_snapshot.restore(), see
-postgrest_spec/snapshot.sql): PostgREST's suite rolls every request back, so no case depends on another.
+postgrest_spec/snapshot.sql): PostgREST's suite rolls every request back, so no case depends on another; except that
+a request with `Prefer: tx=commit` keeps its writes for the next request of the same `it`, as it does there.
 """
 
 from __future__ import annotations

@@ -453,6 +453,10 @@ def test_strict_handling_and_refused_preferences(server, app):
     raw = guest.request("POST", "readings", {"Prefer": "tx=rollback, return=representation"}, json={"kind": "face"})
     assert_table_error(raw, 400, "PGRST122")
     assert guest.table("readings").select("id").execute().data == [], "a refused request wrote nothing"
+    committed = guest.request("POST", "readings", {"Prefer": "tx=commit, return=representation"}, json={"kind": "face"})
+    assert committed.status_code == 201 and committed.headers["preference-applied"] == "return=representation, tx=commit"
+    assert [row["id"] for row in guest.table("readings").select("id").execute().data] == [committed.json()[0]["id"]], \
+        "tx=commit is what every request does"
     raw = guest.request("GET", "readings", {"Prefer": "handling=strict, count=exact"})
     assert raw.status_code == 200 and raw.headers["preference-applied"] == "count=exact, handling=strict"
 

@@ -37,7 +37,7 @@ public struct Preferences: Sendable, Hashable {
     public var maxAffected: Int?
     /// `timezone=…` as given.
     public var timezone: String?
-    /// `tx=commit|rollback`: recognised so the server can refuse it.
+    /// `tx=commit|rollback`: recognised so the server can echo `commit` and refuse `rollback`.
     public var transaction: Transaction?
     /// The entries no category recognised, trimmed, in the order given.
     public var invalid: [String] = []

@@ -1,6 +1,6 @@
 -- The fixture's rows as loaded, kept beside it so that every case starts from them: PostgREST's own suite rolls every
--- request back (db-tx-end = rollback-allow-override), which GuestPass deliberately does not offer (Prefer: tx is 400
--- PGRST122), so the harness puts the rows back after each write instead. spec_snapshot.restore() deletes and re-inserts
+-- request back (db-tx-end = rollback-allow-override), which GuestPass deliberately does not offer (Prefer: tx=rollback
+-- is 400 PGRST122), so the harness puts the rows back after each write instead. spec_snapshot.restore() deletes and re-inserts
 -- every table of the fixture's schemas whose rows changed (a digest of their text, kept with the copy) with triggers
 -- and foreign-key checks off (session_replication_role = replica), and puts every sequence back where it stood. A
 -- table left alone keeps its rows where they lie, so reads without an order answer in the order the fixture loaded

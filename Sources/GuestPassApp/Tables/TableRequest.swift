@@ -66,12 +66,14 @@ struct TableRequest {
         }
     }
 
-    /// `Prefer: tx=commit|rollback` is 400 `PGRST122`, on tables and functions alike: every request commits, since a
-    /// rolled-back one would also undo attempt counters.
+    /// `Prefer: tx=rollback` is 400 `PGRST122`, on tables and functions alike: every request commits, since a
+    /// rolled-back one would also undo attempt counters. `tx=commit` asks for what happens anyway: applied and echoed,
+    /// as PostgREST does where the override is allowed (where it is not, PostgREST ignores both, so a client asking to
+    /// roll back would find its write committed).
     static func refuseTransactionPreference(_ preferences: Preferences) throws {
-        guard preferences.transaction != nil else { return }
+        guard preferences.transaction == .rollback else { return }
         throw APIError(
-            .badRequest, code: PostgRESTCode.invalidPreferences, message: "Prefer: tx is not allowed",
+            .badRequest, code: PostgRESTCode.invalidPreferences, message: "Prefer: tx=rollback is not allowed",
             details: "Every request commits: rolling back would undo attempt counters", hint: "Remove the tx preference")
     }
 

@@ -95,7 +95,8 @@ struct TableResponse {
     }
 
     /// The preferences honoured, in PostgREST's order: resolution (POST into a relation with a key), missing
-    /// (POST, PATCH), return (writes, `PUT` too), count, handling, timezone, max-affected (PATCH, DELETE under `handling=strict`).
+    /// (POST, PATCH), return (writes, `PUT` too), count, tx (`commit`, the only one served), handling, timezone,
+    /// max-affected (PATCH, DELETE under `handling=strict`).
     var preferenceApplied: String? {
         let preferences = self.plan.preferences
         let action = self.plan.action
@@ -106,6 +107,7 @@ struct TableResponse {
         if action == .insert || action == .update, let missing = preferences.missing { applied.append("missing=" + missing.rawValue) }
         if case .read = action {} else if let value = preferences.returnPreference { applied.append("return=" + value.rawValue) }
         if let count = preferences.count { applied.append("count=" + count.rawValue) }
+        if preferences.transaction == .commit { applied.append("tx=commit") }
         if let handling = preferences.handling { applied.append("handling=" + handling.rawValue) }
         if let zone = preferences.timezone { applied.append("timezone=" + zone) }
         if action == .update || action == .delete, preferences.handling == .strict, let most = preferences.maxAffected {
