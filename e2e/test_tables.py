@@ -154,6 +154,27 @@ def test_csv_after_a_write(server, app):
     assert raw.text == 'kind,created_at\nface,"2026-05-01 10:00:00+00"', raw.text
 
 
+def test_a_csv_body_inserts_rows_under_the_callers_policies(server, app):
+    """`Content-Type: text/csv` as PostgREST reads it: a header of column names, a row a line, quoted fields, NULL."""
+    guest = Guest(server, app)
+    body = 'kind,created_at\r\npalm,"2026-05-01 10:00:00+00"\r\n"coffee",2026-05-02T00:00:00Z\r\n'
+    raw = guest.request("POST", "readings?select=kind,created_at", {"Content-Type": "text/csv", "Prefer": "return=representation"},
+                        content=body.encode())
+    assert raw.status_code == 201, raw.text
+    assert raw.json() == [{"kind": "palm", "created_at": "2026-05-01T10:00:00+00:00"},
+                          {"kind": "coffee", "created_at": "2026-05-02T00:00:00+00:00"}]
+    null = guest.request("POST", "readings", {"Content-Type": "text/csv"}, content=b"kind,created_at\nface,NULL")
+    assert_table_error(null, 400, "23502")  # NULL is SQL NULL (the text "NULL" would be 22007, not a timestamp)
+    assert {row["user_id"] for row in guest.table("readings").select("user_id").execute().data} == {guest.user_id}
+    for malformed, message in (("kind,content\nface", "All lines must have same number of fields"),
+                               ('kind\n"face', "A quoted CSV field is not closed")):
+        refused = guest.request("POST", "readings", {"Content-Type": "text/csv"}, content=malformed.encode())
+        assert_table_error(refused, 400, "PGRST102", message=message)
+    refused = guest.request("POST", "readings", {"Content-Type": "text/csv"}, content=b"kind,user_id\nface," + str(uuid.uuid4()).encode())
+    assert_table_error(refused, 403, "42501")
+    assert len(guest.table("readings").select("id").execute().data) == 2, "refused bodies wrote nothing"
+
+
 def test_in_with_commas_and_quotes(reader):
     r1, r2, r3, r4 = reader.rows
     selected = reader.table("readings").select("id").in_("content->>note", ["a,b (c)", 'say "hi"']).order("created_at")

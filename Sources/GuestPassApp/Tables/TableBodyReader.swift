@@ -10,14 +10,17 @@ import PostgRESTGrammar
 /// every digit. The columns written are `columns=` when given (the body's other keys ignored, missing ones NULL or,
 /// with `missing=default`, their default), else the keys of the objects, which must all have the same keys (PostgREST's
 /// "All object keys must match", also for an array holding something other than objects). A form body
-/// (`application/x-www-form-urlencoded`) is one row, every value text, as PostgREST reads it.
+/// (`application/x-www-form-urlencoded`) is one row, every value text, as PostgREST reads it; a CSV body (`text/csv`,
+/// `CSVBody`) is a header line of column names and a row a line, every value text or `NULL`.
 enum TableBodyReader {
     static func read(_ request: inout Request, relation: Relation, columns: [String]?, limit: Int) async throws -> TableBody {
         var isForm = false
+        var isCSV = false
         if let type = request.headers[.contentType], !type.isEmpty {
             let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             isForm = mediaType == "application/x-www-form-urlencoded"
-            guard mediaType == "application/json" || mediaType == "*/*" || isForm else {
+            isCSV = mediaType == "text/csv"
+            guard mediaType == "application/json" || mediaType == "*/*" || isForm || isCSV else {
                 throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Content-Type not acceptable: \(type)")
             }
         }
@@ -29,7 +32,7 @@ enum TableBodyReader {
         }
         let value: JSONValue
         do {
-            value = isForm ? try Self.form(buffer) : try JSONParser.parse(buffer.readableBytesView)
+            value = isForm ? try Self.form(buffer) : isCSV ? try Self.csv(buffer) : try JSONParser.parse(buffer.readableBytesView)
         } catch is JSONParser.Failure {
             // PostgREST's words exactly (no details): aeson's position would not be ours anyway.
             throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "Empty or invalid json")
@@ -61,7 +64,7 @@ enum TableBodyReader {
             }
             return column
         }
-        var text = isForm ? value.jsonText : String(buffer: buffer)
+        var text = isForm || isCSV ? value.jsonText : String(buffer: buffer)
         if case .object = value { text = "[" + text + "]" }
         return TableBody(arrayText: text, columns: resolved, rowCount: rows.count)
     }
@@ -69,7 +72,18 @@ enum TableBodyReader {
     /// PostgREST's 400 `PGRST102` for an array whose elements are not all objects with the same keys.
     private static let keysDiffer = APIError(.badRequest, code: PostgRESTCode.invalidBody, message: "All object keys must match")
 
-    /// A form body as one JSON object of text values (`+` a space, `%XX` a byte; malformed escapes, invalid UTF-8
+    /// A CSV body as a JSON array of objects of text (or null) values; a malformed one is 400 `PGRST102` saying why.
+    private static func csv(_ buffer: ByteBuffer) throws -> JSONValue {
+        do {
+            let (names, rows) = try CSVBody.parse(buffer.readableBytesView)
+            return .array(
+                rows.map { row in .object(Dictionary(uniqueKeysWithValues: zip(names, row.map { $0.map(JSONValue.string) ?? .null }))) })
+        } catch {
+            throw APIError(.badRequest, code: PostgRESTCode.invalidBody, message: error.message)
+        }
+    }
+
+    /// A form body as one JSON object of text values (`+` a space, `%XX` a byte, any other `%` itself; invalid UTF-8
     /// and NUL refused as in a query string).
     private static func form(_ buffer: ByteBuffer) throws -> JSONValue {
         do {
