@@ -23,6 +23,9 @@ public struct Relation: Sendable {
         /// domain).
         public var representationParser: String? = nil
         public var representationFormatter: String? = nil
+        /// The function of a cast from `text` to the column's domain: a filter's value is read through it
+        /// (`label_color=eq.000100`), as PostgREST reads it.
+        public var representationTextParser: String? = nil
 
         enum CodingKeys: String, CodingKey {
             case name, type, nullable, generated
@@ -30,6 +33,7 @@ public struct Relation: Sendable {
             case defaultExpression = "default"
             case representationParser = "representation_parser"
             case representationFormatter = "representation_formatter"
+            case representationTextParser = "representation_text_parser"
         }
     }
 
@@ -202,7 +206,9 @@ public struct RelationCatalog: Sendable {
                   'representation_parser', (SELECT k.castfunc::regproc::text FROM pg_catalog.pg_cast AS k
                     WHERE a.atttypid >= 16384 AND k.castsource = 'pg_catalog.json'::regtype AND k.casttarget = a.atttypid AND k.castfunc <> 0),
                   'representation_formatter', (SELECT k.castfunc::regproc::text FROM pg_catalog.pg_cast AS k
-                    WHERE a.atttypid >= 16384 AND k.castsource = a.atttypid AND k.casttarget = 'pg_catalog.json'::regtype AND k.castfunc <> 0))
+                    WHERE a.atttypid >= 16384 AND k.castsource = a.atttypid AND k.casttarget = 'pg_catalog.json'::regtype AND k.castfunc <> 0),
+                  'representation_text_parser', (SELECT k.castfunc::regproc::text FROM pg_catalog.pg_cast AS k
+                    WHERE a.atttypid >= 16384 AND k.castsource = 'pg_catalog.text'::regtype AND k.casttarget = a.atttypid AND k.castfunc <> 0))
                   ORDER BY a.attnum)
                 FROM pg_catalog.pg_attribute AS a
                 JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid

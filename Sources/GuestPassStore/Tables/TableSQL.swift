@@ -90,19 +90,23 @@ struct TableSQL {
             return condition.negated ? test : "NOT \(test)"
         }
         let lhs = self.expression(filter.field, on: table, relation: relation)
+        // A domain with a cast from text reads the filter's values through it (PostgREST's data representations).
+        let parser = filter.field.jsonPath.isEmpty ? relation?.column(filter.field.column)?.representationTextParser : nil
         let sql: String
         switch condition.value {
         case .keyword(let keyword):
             sql = "\(lhs) IS \(keyword.rawValue.uppercased())"
         case .list(let items):
-            sql = "\(lhs) = ANY(\(self.bind(Self.arrayLiteral(items))))"
+            let array = self.bind(Self.arrayLiteral(items))
+            sql = parser.map { "\(lhs) = ANY(ARRAY(SELECT \($0)(_v) FROM unnest(\(array)::text[]) AS _v))" } ?? "\(lhs) = ANY(\(array))"
         case .text(let text):
-            sql = self.comparison(lhs, condition, text, columnType: filter.field.jsonPath.isEmpty ? relation?.baseType(of: filter.field.column) : nil)
+            sql = self.comparison(
+                lhs, condition, text, columnType: filter.field.jsonPath.isEmpty ? relation?.baseType(of: filter.field.column) : nil, parser: parser)
         }
         return condition.negated ? "NOT (\(sql))" : sql
     }
 
-    private mutating func comparison(_ lhs: String, _ condition: Condition, _ text: String, columnType: String?) -> String {
+    private mutating func comparison(_ lhs: String, _ condition: Condition, _ text: String, columnType: String?, parser: String?) -> String {
         let pattern = { (value: String) in value.replacingOccurrences(of: "*", with: "%") }
         if let quantifier = condition.quantifier {
             let value = [.like, .ilike].contains(condition.op) ? pattern(text) : text
@@ -110,7 +114,7 @@ struct TableSQL {
         }
         switch condition.op {
         case .like, .ilike: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.bind(pattern(text)))"
-        case .isdistinct: return "\(lhs) IS DISTINCT FROM \(self.bind(text))"
+        case .isdistinct: return "\(lhs) IS DISTINCT FROM \(self.value(text, parser: parser))"
         case .fts, .plfts, .phfts, .wfts:
             let function = ["fts": "to_tsquery", "plfts": "plainto_tsquery", "phfts": "phraseto_tsquery", "wfts": "websearch_to_tsquery"][
                 condition.op.rawValue]!
@@ -121,8 +125,15 @@ struct TableSQL {
             return "\(vector) @@ (SELECT guestpass_server.parse_tsquery(\(condition.language == nil ? "NULL, " : language)\(self.bind(text))))"
         case .in: return "\(lhs) = ANY(\(self.bind(text)))"
         case .is: return "\(lhs) IS NULL"
+        case .eq, .neq, .gt, .gte, .lt, .lte: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.value(text, parser: parser))"
         default: return "\(lhs) \(Self.operatorSQL(condition.op)) \(self.bind(text))"
         }
+    }
+
+    /// A filter's value, bound, and read through `parser` (a domain's cast from text) when there is one.
+    private mutating func value(_ text: String, parser: String?) -> String {
+        let bound = self.bind(text)
+        return parser.map { "\($0)(\(bound)::text)" } ?? bound
     }
 
     /// The SQL operator of a comparison.

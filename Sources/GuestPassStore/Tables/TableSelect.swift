@@ -33,11 +33,11 @@ struct SelectListBuilder {
                         .badRequest, code: PostgRESTCode.aggregatesNotAllowed, message: "Use of aggregate functions is not allowed")
                 }
                 var expression = sql.expression(field.field, on: table, relation: relation)
-                if let cast = field.cast {
-                    expression = "CAST(\(expression) AS \(try Self.castType(cast)))"
-                } else if field.field.jsonPath.isEmpty, let column = relation.column(field.field.column) {
+                if field.field.jsonPath.isEmpty, let column = relation.column(field.field.column) {
                     expression = Self.represented(column, expression)
                 }
+                // A cast applies on top of the representation (`clr:label_color::text` is the text of its JSON).
+                if let cast = field.cast { expression = "CAST(\(expression) AS \(try Self.castType(cast)))" }
                 built.columns.append((expression, TableSQL.outputName(field)))
             case .embed(let embedding):
                 let node = try self.node(embedding, parent: relation, parentTable: table, path: path, sql: &sql)
