@@ -20,6 +20,8 @@ and a case is
     line      the line of the `it` in the spec file (at the commit of fixture/NOTICE)
     as        "anon" (PostgREST's anonymous role; the default), "user" (a guest's token, role authenticated) or
               "service" (the secret key)
+    token_claims  with "as": "user", time claims to sign the guest's token anew with, each in seconds from now
+              ({"exp": -35}), with the server's own key: PostgREST's generateJWT over its payload
     method, path (relative to /rest/v1/, query string as sent), headers, and body (JSON, sent serialised) or
               body_text (sent as it is); a body is sent as application/json unless headers say otherwise
     expect    what PostgREST answers: status; headers (a subset; names in any case; null = absent); and one of
@@ -40,6 +42,7 @@ import dataclasses
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +113,16 @@ def spec_files() -> list[SpecFile]:
 def all_cases() -> list[dict[str, Any]]:
     return [dict(case, file=file.path.name, spec=file.spec, server_env=file.server_env)
             for file in spec_files() for case in file.cases]
+
+
+def resigned(token: str, key_file: Path, offsets: dict[str, int]) -> str:
+    """`token` with its time claims `offsets` seconds from now, signed again with the server's key (PEM, ES256)."""
+    import jwt  # pyjwt, with cryptography for ES256
+    header = jwt.get_unverified_header(token)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    now = int(time.time())
+    claims.update({name: now + offset for name, offset in offsets.items()})
+    return jwt.encode(claims, key_file.read_bytes(), algorithm="ES256", headers={"kid": header["kid"], "typ": header.get("typ", "JWT")})
 
 
 def request(http: httpx.Client, base_url: str, headers: dict[str, str], case: dict[str, Any]) -> httpx.Response:

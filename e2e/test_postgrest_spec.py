@@ -19,7 +19,9 @@ import pytest
 from conftest import (
     AUDIT_VOLUME_EXEMPT, SESSION_WORKDIRS, App, Database, Server, _require_env, api_headers, new_device_secret, run,
 )
-from postgrest_spec_support import DEFAULT_SERVER_ENV, all_cases, load_fixture, mismatches, request, restore, spec_files
+from postgrest_spec_support import (
+    DEFAULT_SERVER_ENV, all_cases, load_fixture, mismatches, request, resigned, restore, spec_files,
+)
 
 CASES = all_cases()
 # A request with `Prefer: tx=commit` keeps what it wrote for the next request of the same `it` (a sequence reset, a
@@ -92,6 +94,7 @@ def test_the_case_files_are_well_formed():
     assert len(set(names)) == len(names), [name for name in names if names.count(name) > 1]
     for case in CASES:
         assert case.get("as", "anon") in ("anon", "user", "service"), case["name"]
+        assert "token_claims" not in case or case.get("as") == "user", case["name"]
         assert isinstance(case.get("line"), int) and "status" in case["expect"], case["name"]
         assert not ("differs" in case and "unserved" in case), case["name"]
         for key in ("differs", "unserved"):
@@ -117,9 +120,14 @@ def test_at_most_two_percent_of_the_counted_cases_differ_from_postgrest():
 def test_case(case, spec_servers, spec_database, identities):
     expect = case.get("differs", case.get("unserved", {})).get("guestpass", case["expect"])
     server = spec_servers(case["server_env"])
+    headers = identities[case.get("as", "anon")]
+    if "token_claims" in case:
+        token = headers["Authorization"].removeprefix("Bearer ")
+        key_file = spec_database.workdir / "jwt-signing-key.pem"
+        headers = {**headers, "Authorization": "Bearer " + resigned(token, key_file, case["token_claims"])}
     with httpx.Client(timeout=10) as http:
         try:
-            response = request(http, server.url, identities[case.get("as", "anon")], case)
+            response = request(http, server.url, headers, case)
         finally:
             if case.get("method", "GET") not in ("GET", "HEAD") and (case["file"], case["name"]) not in KEPT_FOR_NEXT:
                 restore(spec_database.super_url)

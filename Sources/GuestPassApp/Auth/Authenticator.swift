@@ -38,7 +38,7 @@ struct Authenticator: Sendable {
             var refused =
                 switch error {
                 case .expired: APIError.unauthorized(GoTrueCode.tokenExpired, "Invalid or expired access token")
-                case .invalid: APIError.unauthorized(GoTrueCode.badJwt, "Invalid or expired access token")
+                case .invalid, .notYetValid, .issuedInFuture: APIError.unauthorized(GoTrueCode.badJwt, "Invalid or expired access token")
                 case .malformed: APIError.unauthorized(GoTrueCode.badJwt, "Invalid access token")
                 case .otherApp: APIError.unauthorized(GoTrueCode.badJwt, "The access token belongs to another app")
                 }

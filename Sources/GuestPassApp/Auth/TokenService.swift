@@ -69,6 +69,10 @@ struct TokenService: Sendable {
     enum AccessTokenRefusal: Error {
         /// Signed by us, but past its `exp` (with the verifier's leeway).
         case expired
+        /// Signed by us, but its `nbf` is still ahead (beyond the leeway): another replica's clock runs ahead.
+        case notYetValid
+        /// Signed by us, but its `iat` is ahead (beyond the leeway).
+        case issuedInFuture
         /// A JWT that fails verification (signature, algorithm, claims).
         case invalid
         /// Not a JWT at all, or claims that do not decode.
@@ -84,7 +88,12 @@ struct TokenService: Sendable {
         do {
             token = try self.verifyAccessToken(bearer)
         } catch let error as JWTError {
-            throw error.reason == .expired ? .expired : .invalid
+            switch error.reason {
+            case .expired: throw .expired
+            case .notYetValid: throw .notYetValid
+            case .issuedInFuture: throw .issuedInFuture
+            default: throw .invalid
+            }
         } catch {
             throw .malformed
         }

@@ -100,7 +100,7 @@ extension RealtimeSocket {
         } catch {
             switch error {
             case .expired: return .failure(RealtimeRefusal("Token has expired"))
-            case .invalid, .malformed: return .failure(RealtimeRefusal("Invalid access token"))
+            case .invalid, .malformed, .notYetValid, .issuedInFuture: return .failure(RealtimeRefusal("Invalid access token"))
             case .otherApp: return .failure(RealtimeRefusal("The access token belongs to another app"))
             }
         }
