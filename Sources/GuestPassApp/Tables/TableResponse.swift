@@ -40,9 +40,9 @@ struct TableResponse {
             let status: HTTPResponse.Status = (inserted.map { $0 <= 0 } ?? false) ? .ok : .created
             return self.withRepresentation(status: status, headers: headers, body: body)
         case .put:
-            // PostgREST's single upsert: no Content-Range; 201 when the row was inserted, 200 when it replaced one.
-            let status: HTTPResponse.Status = (inserted ?? 0) > 0 ? .created : .ok
-            guard self.plan.returnsRepresentation else { return Response(status: .noContent, headers: self.headers(), body: .init()) }
+            // PostgREST's single upsert: no Content-Range; with a representation 201 when the row was inserted, 200 when
+            // it replaced one; else 204.
+            let status: HTTPResponse.Status = !self.plan.returnsRepresentation ? .noContent : (inserted ?? 0) > 0 ? .created : .ok
             return self.withRepresentation(status: status, headers: self.headers(), body: body)
         case .update:
             let headers = self.headers(contentRange: Self.contentRange(0, pageTotal - 1, countTotal))

@@ -226,13 +226,8 @@ public struct RelationCatalog: Sendable {
                 FROM pg_catalog.pg_index AS i
                 WHERE i.indrelid = c.oid AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL), '[]'),
               'computed', coalesce((
-                SELECT json_object_agg(f.proname, fn.nspname ORDER BY fn.nspname)
-                FROM pg_catalog.pg_proc AS f
-                JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
-                WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND NOT f.proretset AND f.pronargs = 1
-                  AND f.proargtypes[0] = c.reltype AND f.prorettype <> 'pg_catalog.void'::pg_catalog.regtype), '{}'),
-              'computed_types', coalesce((
-                SELECT json_object_agg(f.proname, \(Self.baseType("f.prorettype")) ORDER BY fn.nspname)
+                SELECT json_object_agg(f.proname, json_build_object('schema', fn.nspname, 'type', \(Self.baseType("f.prorettype")))
+                  ORDER BY fn.nspname)
                 FROM pg_catalog.pg_proc AS f
                 JOIN pg_catalog.pg_namespace AS fn ON fn.oid = f.pronamespace
                 WHERE fn.nspname = ANY (string_to_array($1, ',')) AND f.prokind = 'f' AND NOT f.proretset AND f.pronargs = 1
@@ -309,8 +304,13 @@ public struct RelationCatalog: Sendable {
             let columns: [Relation.Column]
             let primary_key: [String]
             let unique_keys: [[String]?]
-            let computed: [String: String]
-            let computed_types: [String: String]
+            let computed: [String: ComputedField]
+        }
+
+        /// A computed field's schema and the type it returns (domains read through).
+        struct ComputedField: Decodable {
+            let schema: String
+            let type: String?
         }
 
         let relations: [RelationRow]
@@ -330,7 +330,7 @@ public struct RelationCatalog: Sendable {
                 schema: row.schema, name: row.name, kind: Relation.Kind(rawValue: row.kind) ?? .table, columns: row.columns,
                 primaryKey: row.primary_key.isEmpty ? viewKeys[row.schema + "." + row.name] ?? [] : row.primary_key,
                 uniqueKeys: row.unique_keys.compactMap { $0.map(Set.init) }, rowSecurity: row.rls,
-                computedFields: row.computed, computedFieldTypes: row.computed_types
+                computedFields: row.computed.mapValues(\.schema), computedFieldTypes: row.computed.compactMapValues(\.type)
             )
             self.relations[relation.qualifiedName] = relation
         }
