@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(name: "StorageProtocolTests", dependencies: ["StorageProtocol"]),
         .testTarget(
             name: "GuestPassObjectStoreTests",
-            dependencies: ["GuestPassObjectStore", "GuestPassCrypto", .nioCore],
+            dependencies: ["GuestPassObjectStore", "GuestPassCrypto", "GuestPassTestSupport", .nioCore],
             resources: [.copy("Vectors")]
         ),
         .testTarget(name: "GuestPassMailTests", dependencies: ["GuestPassMail", "GuestPassTestSupport"]),
