@@ -35,11 +35,12 @@ class Operator:
 
     def code(self) -> str:
         """A code the server has not taken yet: the current step's, else the next one's (accepted a step early), else
-        the one after the wait for the step after that."""
+        the one after the wait for the step after that. Never the previous step's: the server takes it too, but only
+        until the current step ends, which a slow page load on a loaded machine outlasts."""
         assert self.totp_secret is not None, "this operator has no second factor"
         while True:
             now = int(time.time() // 30)
-            step = max(now - 1, self.last_step + 1)
+            step = max(now, self.last_step + 1)
             if step <= now + 1:
                 self.last_step = step
                 return totp(self.totp_secret, step * 30 + 1)
